@@ -1,0 +1,175 @@
+package confpay
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Error codes the service answers with. The first group is the interface's
+// own table; the second comes from the project's interface decisions
+// (docs/interface.md).
+const (
+	CodeInvalidRequest                = "invalid_request"
+	CodeInsufficientBalance           = "insufficient_balance"
+	CodeRecipientNotFound             = "recipient_not_found"
+	CodeRecipientNotConfidentialReady = "recipient_not_confidential_ready"
+	CodeInvalidPolicy                 = "invalid_policy"
+	CodeNotAgentOwner                 = "not_agent_owner"
+	CodeTransactionNotFound           = "transaction_not_found"
+	CodeTransactionExpired            = "transaction_expired"
+	CodeUnauthorized                  = "unauthorized"
+	CodeKYCRequired                   = "kyc_required"
+	CodeDecryptionProofInvalid        = "decryption_proof_invalid"
+
+	CodePolicyViolation      = "policy_violation"
+	CodeAgentNotActive       = "agent_not_active"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeAgentNameTaken       = "agent_name_taken"
+	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
+	CodeRequestTooLarge      = "request_too_large"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeRateLimited          = "rate_limited"
+	CodeInternal             = "internal_error"
+)
+
+// Rules named by a policy_violation error's Rule field.
+const (
+	RuleAssetNotAllowed     = "asset_not_allowed"
+	RuleRecipientNotAllowed = "recipient_not_allowed"
+	RuleOutsideActiveHours  = "outside_active_hours"
+	RulePerTransactionLimit = "per_transaction_limit"
+	RuleDailyLimit          = "daily_limit"
+)
+
+// Reasons named by a decryption_proof_invalid error's Reason field.
+const (
+	ReasonMalformed          = "malformed"
+	ReasonStale              = "stale"
+	ReasonVerificationFailed = "verification_failed"
+)
+
+// ErrorBody is the flat error body every error response carries.
+type ErrorBody struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id,omitempty"`
+	Param     string `json:"param,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// APIError is the error for every non-2xx answer from the service. Use
+// errors.Is with the Err sentinels below to test the code, or errors.As to
+// read the fields.
+type APIError struct {
+	StatusCode int    // HTTP status
+	Code       string // one of the Code constants (or a newer one)
+	Message    string // human-readable, from the service
+	Param      string // the request field at fault, when there is one
+	Rule       string // for policy_violation: which rule refused the payment
+	Reason     string // for decryption_proof_invalid: malformed, stale or verification_failed
+	RequestID  string // the X-Request-Id of the answer; quote it in support requests
+	Body       []byte // the raw response body, at most 1 MiB
+
+	// Response is the HTTP response; its Body has been read and closed.
+	Response *http.Response
+}
+
+// Error describes the failure. It never contains the API key, a proof or a
+// figure: only the status, code, message, field, rule and request id.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "confpay: %d %s", e.StatusCode, e.Code)
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Param != "" {
+		fmt.Fprintf(&b, " (param %s)", e.Param)
+	}
+	if e.Rule != "" {
+		fmt.Fprintf(&b, " (rule %s)", e.Rule)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " (reason %s)", e.Reason)
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", e.RequestID)
+	}
+	return b.String()
+}
+
+// Is reports whether target is the sentinel for e's code, so that
+// errors.Is(err, confpay.ErrInsufficientBalance) works.
+func (e *APIError) Is(target error) bool {
+	var s *sentinel
+	if errors.As(target, &s) {
+		return s.code == e.Code
+	}
+	return false
+}
+
+// sentinel is the type of the Err values: an error code to match against.
+type sentinel struct{ code string }
+
+func (s *sentinel) Error() string { return "confpay: " + s.code }
+
+// Sentinels for errors.Is, one per error code.
+var (
+	ErrInvalidRequest                = &sentinel{CodeInvalidRequest}
+	ErrInsufficientBalance           = &sentinel{CodeInsufficientBalance}
+	ErrRecipientNotFound             = &sentinel{CodeRecipientNotFound}
+	ErrRecipientNotConfidentialReady = &sentinel{CodeRecipientNotConfidentialReady}
+	ErrInvalidPolicy                 = &sentinel{CodeInvalidPolicy}
+	ErrNotAgentOwner                 = &sentinel{CodeNotAgentOwner}
+	ErrTransactionNotFound           = &sentinel{CodeTransactionNotFound}
+	ErrTransactionExpired            = &sentinel{CodeTransactionExpired}
+	ErrUnauthorized                  = &sentinel{CodeUnauthorized}
+	ErrKYCRequired                   = &sentinel{CodeKYCRequired}
+	ErrDecryptionProofInvalid        = &sentinel{CodeDecryptionProofInvalid}
+	ErrPolicyViolation               = &sentinel{CodePolicyViolation}
+	ErrAgentNotActive                = &sentinel{CodeAgentNotActive}
+	ErrNotFound                      = &sentinel{CodeNotFound}
+	ErrMethodNotAllowed              = &sentinel{CodeMethodNotAllowed}
+	ErrAgentNameTaken                = &sentinel{CodeAgentNameTaken}
+	ErrIdempotencyKeyInUse           = &sentinel{CodeIdempotencyKeyInUse}
+	ErrRequestTooLarge               = &sentinel{CodeRequestTooLarge}
+	ErrIdempotencyKeyReused          = &sentinel{CodeIdempotencyKeyReused}
+	ErrRateLimited                   = &sentinel{CodeRateLimited}
+	ErrInternal                      = &sentinel{CodeInternal}
+)
+
+// TransportError is returned when no HTTP answer was received at all: the
+// connection failed, was reset, or timed out, after every retry. It wraps
+// the cause, so errors.Is(err, context.DeadlineExceeded) works.
+type TransportError struct {
+	Method   string // HTTP method of the request
+	Path     string // URL path of the request (never the query or a key)
+	Attempts int    // how many attempts were made
+	Err      error  // the last cause
+}
+
+// Error describes the failure without any secret.
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("confpay: %s %s: no answer after %d attempt(s): %v", e.Method, e.Path, e.Attempts, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// ParamError reports a request parameter the client refused before sending
+// anything: an empty id, a missing field, an amount with too many decimals.
+// It matches ErrInvalidRequest under errors.Is, like the service's own 400.
+type ParamError struct {
+	Param   string // the parameter or field at fault, as named on the wire
+	Problem string // what is wrong with it; never its value
+}
+
+// Error names the parameter and the problem.
+func (e *ParamError) Error() string { return "confpay: " + e.Param + " " + e.Problem }
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *ParamError) Is(target error) bool { return target == ErrInvalidRequest }

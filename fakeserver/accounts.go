@@ -1,0 +1,499 @@
+package fakeserver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
+)
+
+// account is an identity: a person, a business or an agent. Identities are
+// shared by both networks.
+type account struct {
+	id        string
+	handle    string // as registered: "@alice" or "@alice/bot"
+	typ       confpay.AccountType
+	address   common.Address
+	kyc       confpay.KYCStatus
+	createdAt time.Time
+	// encKey is the public encryption key; nil when the account has none
+	// (it is then not confidential-ready). An agent uses its owner's.
+	encKey  *decrypt.PublicKey
+	domains []string // x402 payee domains registered to it
+
+	// Agents only.
+	owner       *account
+	agentName   string
+	agentStatus confpay.AgentStatus
+	policy      *policy // policy.go
+
+	// Owners only: their agents in creation order.
+	agents []*account
+}
+
+func (a *account) isAgent() bool { return a.owner != nil }
+
+// encryptionKey is the key that reads this account's figures: its own, or
+// for an agent its owner's.
+func (a *account) encryptionKey() *decrypt.PublicKey {
+	if a.owner != nil {
+		return a.owner.encKey
+	}
+	return a.encKey
+}
+
+// kycStatus is the account's status; agents follow their owner.
+func (a *account) kycStatus() confpay.KYCStatus {
+	if a.owner != nil {
+		return a.owner.kyc
+	}
+	return a.kyc
+}
+
+// kycOK reports whether the account may move money.
+func (a *account) kycOK() bool {
+	k := a.kycStatus()
+	return k == confpay.KYCVerified || k == confpay.KYCEnhanced
+}
+
+func (a *account) view() *confpay.Account {
+	v := &confpay.Account{
+		AccountID: a.id,
+		Handle:    a.handle,
+		Type:      a.typ,
+		PublicKey: a.address.Hex(),
+		KYCStatus: a.kycStatus(),
+		CreatedAt: a.createdAt,
+	}
+	if k := a.encryptionKey(); k != nil {
+		v.EncryptionKey = k.Hex()
+	}
+	return v
+}
+
+// apiKey is a bearer key. Only its SHA-256 is kept.
+type apiKey struct {
+	id           string
+	name         string
+	network      confpay.Network
+	acct         *account
+	hash         [32]byte
+	createdAt    time.Time
+	lastUsedAt   *time.Time
+	revokedAt    *time.Time
+	requestCount int64
+	usdgMoved    *big.Int // micro-USDG sent with this key
+}
+
+// KeyInfo describes an API key without the key itself.
+type KeyInfo struct {
+	KeyID        string          `json:"key_id"`
+	Name         string          `json:"name"`
+	Network      confpay.Network `json:"network"`
+	AccountID    string          `json:"account_id"`
+	CreatedAt    time.Time       `json:"created_at"`
+	LastUsedAt   *time.Time      `json:"last_used_at"`
+	RevokedAt    *time.Time      `json:"revoked_at"`
+	RequestCount int64           `json:"request_count"`
+	USDGMoved    confpay.Amount  `json:"usdg_moved"`
+}
+
+func (k *apiKey) info() KeyInfo {
+	return KeyInfo{
+		KeyID: k.id, Name: k.name, Network: k.network, AccountID: k.acct.id,
+		CreatedAt: k.createdAt, LastUsedAt: k.lastUsedAt, RevokedAt: k.revokedAt,
+		RequestCount: k.requestCount, USDGMoved: confpay.AmountFromUnits(k.usdgMoved, 6),
+	}
+}
+
+// NewKey is an API key as issued: the key itself is shown this once.
+type NewKey struct {
+	KeyID     string          `json:"key_id"`
+	APIKey    confpay.Secret  `json:"api_key"`
+	Network   confpay.Network `json:"network"`
+	Name      string          `json:"name"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// ---- ids and random text ----
+
+const lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+const base62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// randomText returns n characters drawn uniformly from alphabet.
+func randomText(alphabet string, n int) string {
+	b := make([]byte, n)
+	buf := make([]byte, n*2)
+	for i := 0; i < n; {
+		if _, err := rand.Read(buf); err != nil {
+			panic("fakeserver: no randomness")
+		}
+		for _, x := range buf {
+			limit := 256 - 256%len(alphabet)
+			if int(x) >= limit {
+				continue
+			}
+			b[i] = alphabet[int(x)%len(alphabet)]
+			i++
+			if i == n {
+				break
+			}
+		}
+	}
+	return string(b)
+}
+
+// newID returns prefix plus 20 random lowercase alphanumerics.
+func newID(prefix string) string { return prefix + randomText(lowerAlnum, 20) }
+
+// ---- validation of names ----
+
+var (
+	handleRE    = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}$`)
+	agentNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+	domainRE    = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
+)
+
+// validDomain reports whether s is a DNS name with at least two labels.
+func validDomain(s string) bool { return len(s) <= 253 && domainRE.MatchString(s) }
+
+// ---- the direct state API: accounts and keys ----
+
+// AccountParams creates an account through the direct API or POST
+// /_fake/accounts.
+type AccountParams struct {
+	// Handle is "@" then 3 to 20 of A-Z a-z 0-9 _, unique ignoring case.
+	Handle string `json:"handle"`
+	// Type is personal (default) or business.
+	Type confpay.AccountType `json:"type,omitempty"`
+	// KYCStatus defaults to verified.
+	KYCStatus confpay.KYCStatus `json:"kyc_status,omitempty"`
+	// EncryptionKey is the hex of a 33-byte public encryption key. Leave it
+	// empty (and GenerateEncryptionKey false) for an account that is not
+	// confidential-ready.
+	EncryptionKey string `json:"encryption_key,omitempty"`
+	// GenerateEncryptionKey makes the server generate a key pair and return
+	// the decryption key once; the server keeps no copy.
+	GenerateEncryptionKey bool `json:"generate_encryption_key,omitempty"`
+}
+
+// AccountInfo is a created account with its first keys.
+type AccountInfo struct {
+	AccountID     string              `json:"account_id"`
+	Handle        string              `json:"handle"`
+	Type          confpay.AccountType `json:"type"`
+	PublicKey     string              `json:"public_key"`
+	KYCStatus     confpay.KYCStatus   `json:"kyc_status"`
+	EncryptionKey string              `json:"encryption_key,omitempty"`
+	// DecryptionKey is the hex private encryption key, set only when the
+	// server generated it.
+	DecryptionKey confpay.Secret `json:"decryption_key,omitempty"`
+	// TestKey and LiveKey are API keys for the two networks.
+	TestKey confpay.Secret `json:"test_key"`
+	LiveKey confpay.Secret `json:"live_key"`
+}
+
+// CreateAccount creates a personal or business account with one test and
+// one live API key.
+func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
+	if !handleRE.MatchString(p.Handle) {
+		return nil, errInvalid("handle", "handle must be @ then 3 to 20 of A-Z a-z 0-9 _")
+	}
+	switch p.Type {
+	case "":
+		p.Type = confpay.AccountPersonal
+	case confpay.AccountPersonal, confpay.AccountBusiness:
+	default:
+		return nil, errInvalid("type", "type must be personal or business")
+	}
+	if p.KYCStatus == "" {
+		p.KYCStatus = confpay.KYCVerified
+	}
+	if !validKYC(p.KYCStatus) {
+		return nil, errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
+	}
+	var pub *decrypt.PublicKey
+	var priv *decrypt.PrivateKey
+	switch {
+	case p.EncryptionKey != "" && p.GenerateEncryptionKey:
+		return nil, errInvalid("encryption_key", "give encryption_key or generate_encryption_key, not both")
+	case p.EncryptionKey != "":
+		k, err := decrypt.ParsePublicKeyHex(p.EncryptionKey)
+		if err != nil {
+			return nil, errInvalid("encryption_key", "encryption_key must be the hex of a 33-byte compressed secp256k1 point")
+		}
+		pub = k
+	case p.GenerateEncryptionKey:
+		k, err := decrypt.GenerateKey(nil)
+		if err != nil {
+			return nil, err
+		}
+		priv, pub = k, k.PublicKey()
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.byHandle[strings.ToLower(p.Handle)]; taken {
+		return nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "handle is taken").withParam("handle")
+	}
+	a := &account{
+		id:        newID("acct_"),
+		handle:    p.Handle,
+		typ:       p.Type,
+		address:   newAddress(),
+		kyc:       p.KYCStatus,
+		createdAt: s.clock.Now(),
+		encKey:    pub,
+	}
+	s.addAccountLocked(a)
+	info := &AccountInfo{
+		AccountID: a.id, Handle: a.handle, Type: a.typ, PublicKey: a.address.Hex(), KYCStatus: a.kyc,
+		TestKey: s.issueKeyLocked(a, confpay.NetworkTest, "default").APIKey,
+		LiveKey: s.issueKeyLocked(a, confpay.NetworkLive, "default").APIKey,
+	}
+	if pub != nil {
+		info.EncryptionKey = pub.Hex()
+	}
+	if priv != nil {
+		info.DecryptionKey = confpay.Secret(priv.Hex())
+	}
+	return info, nil
+}
+
+// addAccountLocked indexes a new account (person, business or agent).
+func (s *Server) addAccountLocked(a *account) {
+	s.accounts[a.id] = a
+	s.byHandle[strings.ToLower(a.handle)] = a
+	s.byAddr[strings.ToLower(a.address.Hex())] = a
+}
+
+// newAddress returns a fresh random chain address.
+func newAddress() common.Address {
+	var a common.Address
+	if _, err := rand.Read(a[:]); err != nil {
+		panic("fakeserver: no randomness")
+	}
+	return a
+}
+
+func validKYC(k confpay.KYCStatus) bool {
+	switch k {
+	case confpay.KYCUnverified, confpay.KYCPending, confpay.KYCVerified, confpay.KYCEnhanced:
+		return true
+	}
+	return false
+}
+
+// lookupAccountLocked finds an account by id or handle (any case).
+func (s *Server) lookupAccountLocked(ref string) (*account, error) {
+	if a, ok := s.accounts[ref]; ok {
+		return a, nil
+	}
+	if a, ok := s.byHandle[strings.ToLower(ref)]; ok {
+		return a, nil
+	}
+	return nil, errNotFound("no account " + ref)
+}
+
+// IssueKey issues a new API key for an account (an agent included) on a
+// network. The key is in the answer only.
+func (s *Server) IssueKey(accountRef string, n confpay.Network, name string) (*NewKey, error) {
+	if n != confpay.NetworkTest && n != confpay.NetworkLive {
+		return nil, errInvalid("network", "network must be test or live")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = "default"
+	}
+	k := s.issueKeyLocked(a, n, name)
+	return &k, nil
+}
+
+func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewKey {
+	prefix := confpay.KeyPrefixTest
+	if n == confpay.NetworkLive {
+		prefix = confpay.KeyPrefixLive
+	}
+	secret := prefix + randomText(base62, 32)
+	k := &apiKey{
+		id: newID("key_"), name: name, network: n, acct: a,
+		hash: sha256.Sum256([]byte(secret)), createdAt: s.clock.Now(), usdgMoved: new(big.Int),
+	}
+	s.keys[k.hash] = k
+	s.keysByID[k.id] = k
+	return NewKey{KeyID: k.id, APIKey: confpay.Secret(secret), Network: n, Name: name, CreatedAt: k.createdAt}
+}
+
+// RevokeKey revokes a key at once.
+func (s *Server) RevokeKey(keyID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keysByID[keyID]
+	if !ok {
+		return errNotFound("no key " + keyID)
+	}
+	if k.revokedAt == nil {
+		now := s.clock.Now()
+		k.revokedAt = &now
+	}
+	return nil
+}
+
+// Keys lists an account's keys with their usage, oldest first.
+func (s *Server) Keys(accountRef string) ([]KeyInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, err
+	}
+	var out []KeyInfo
+	for _, k := range s.keysByID {
+		if k.acct == a {
+			out = append(out, k.info())
+		}
+	}
+	sortKeys(out)
+	return out, nil
+}
+
+func sortKeys(ks []KeyInfo) {
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && (ks[j].CreatedAt.Before(ks[j-1].CreatedAt) ||
+			ks[j].CreatedAt.Equal(ks[j-1].CreatedAt) && ks[j].KeyID < ks[j-1].KeyID); j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+}
+
+// SetKYC changes an account's KYC status.
+func (s *Server) SetKYC(accountRef string, status confpay.KYCStatus) error {
+	if !validKYC(status) {
+		return errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	if a.isAgent() {
+		return errInvalid("kyc_status", "agents follow their owner's KYC status")
+	}
+	a.kyc = status
+	return nil
+}
+
+// SetAgentStatus sets an agent's status: active, paused or disabled.
+func (s *Server) SetAgentStatus(accountRef string, status confpay.AgentStatus) error {
+	switch status {
+	case confpay.AgentActive, confpay.AgentPaused, confpay.AgentDisabled:
+	default:
+		return errInvalid("status", "status must be active, paused or disabled")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	if !a.isAgent() {
+		return errInvalid("status", "only agents have a status")
+	}
+	a.agentStatus = status
+	return nil
+}
+
+// RegisterDomain registers an x402 payee domain to an account, so that
+// payments to that name reach it.
+func (s *Server) RegisterDomain(accountRef, domain string) error {
+	if !validDomain(domain) {
+		return errInvalid("domain", "domain must be a DNS name such as api.example.com")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	d := strings.ToLower(domain)
+	if owner, taken := s.domains[d]; taken && owner != a {
+		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "domain is registered to another account").withParam("domain")
+	}
+	if _, mine := s.domains[d]; !mine {
+		s.domains[d] = a
+		a.domains = append(a.domains, d)
+	}
+	return nil
+}
+
+// ---- authentication ----
+
+// authenticate resolves the bearer key, or answers 401 unauthorized.
+func (s *Server) authenticate(c *call) *apiError {
+	unauthorized := newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
+	auth := c.r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return unauthorized
+	}
+	n, ok := confpay.NetworkOfKey(secret)
+	if !ok {
+		return unauthorized
+	}
+	h := sha256.Sum256([]byte(secret))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[h] // a map keyed by the hash: the lookup compares hashes, never the key
+	if !ok || k.revokedAt != nil || k.network != n {
+		return unauthorized
+	}
+	now := s.clock.Now()
+	k.lastUsedAt = &now
+	k.requestCount++
+	c.key, c.acct, c.net = k, k.acct, s.nets[n]
+	return nil
+}
+
+// ---- GET /v1/accounts/me ----
+
+func (s *Server) handleMe(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return http.StatusOK, c.acct.view(), nil
+}
+
+// ---- helpers shared by handlers ----
+
+// parseAddress checks a 0x address: 40 hex digits, and mixed case must pass
+// the EIP-55 checksum.
+func parseAddress(s string) (common.Address, error) {
+	if len(s) != 42 || !strings.HasPrefix(s, "0x") {
+		return common.Address{}, errors.New("address must be 0x then 40 hex digits")
+	}
+	raw := s[2:]
+	if _, err := hex.DecodeString(raw); err != nil {
+		return common.Address{}, errors.New("address must be 0x then 40 hex digits")
+	}
+	a := common.HexToAddress(s)
+	if raw != strings.ToLower(raw) && raw != strings.ToUpper(raw) && a.Hex() != s {
+		return common.Address{}, fmt.Errorf("address fails its EIP-55 checksum")
+	}
+	return a, nil
+}

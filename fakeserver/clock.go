@@ -1,0 +1,289 @@
+package fakeserver
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// Clock is the server's one source of time and its one timer queue. Every
+// time-based behaviour (confirmations, approval expiry, webhook retries,
+// daily windows, timestamps) reads Now and schedules with At.
+//
+// A virtual clock (the default in tests) stands still until Advance or Set
+// moves it. A real clock follows the wall clock plus an offset that Advance
+// and Set change, and a goroutine fires timers as their time comes.
+//
+// Advance moves time forward timer by timer: each timer runs with Now equal
+// to its own deadline, and after each step the clock waits until the work
+// that step started (tracked with Track) has finished. So a test that
+// advances 24 hours sees every retry at its exact scheduled instant.
+//
+// Lock discipline: c.mu guards the queue and the time; it is never held
+// while a timer function runs. c.run serialises the running of timers, so
+// timer functions never run concurrently with each other. Timer functions
+// may take the server's lock and may schedule further timers.
+type Clock struct {
+	mu      sync.Mutex
+	virtual bool
+	now     time.Time     // virtual time
+	offset  time.Duration // real mode: added to the wall clock
+	queue   timerQueue
+	seq     uint64
+
+	run sync.Mutex // held while timers run
+
+	busyMu sync.Mutex
+	busy   int
+	idle   *sync.Cond
+
+	wake chan struct{} // real mode: the queue head changed
+	stop chan struct{}
+}
+
+// newVirtualClock returns a clock standing at start.
+func newVirtualClock(start time.Time) *Clock {
+	c := &Clock{virtual: true, now: start.UTC()}
+	c.idle = sync.NewCond(&c.busyMu)
+	return c
+}
+
+// newRealClock returns a clock that follows the wall clock and fires timers
+// from a goroutine until close is called.
+func newRealClock() *Clock {
+	c := &Clock{wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	c.idle = sync.NewCond(&c.busyMu)
+	go c.loop()
+	return c
+}
+
+// Now returns the current time on this clock, in UTC.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nowLocked()
+}
+
+func (c *Clock) nowLocked() time.Time {
+	if c.virtual {
+		return c.now
+	}
+	return time.Now().UTC().Add(c.offset).Round(0)
+}
+
+// Virtual reports whether the clock is virtual.
+func (c *Clock) Virtual() bool { return c.virtual }
+
+// Timer is a scheduled function; Stop cancels it.
+type Timer struct {
+	c     *Clock
+	when  time.Time
+	seq   uint64
+	index int // in the heap; -1 once popped or stopped
+	f     func(now time.Time)
+}
+
+// At schedules f to run at when (or as soon as timers next run, if when has
+// passed). f receives the clock's time at which it runs.
+func (c *Clock) At(when time.Time, f func(now time.Time)) *Timer {
+	c.mu.Lock()
+	c.seq++
+	t := &Timer{c: c, when: when, seq: c.seq, f: f}
+	heap.Push(&c.queue, t)
+	head := c.queue[0] == t
+	c.mu.Unlock()
+	if head && !c.virtual {
+		c.poke()
+	}
+	return t
+}
+
+// Stop cancels the timer; it reports whether the timer was still pending.
+func (t *Timer) Stop() bool {
+	if t == nil {
+		return false
+	}
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.index < 0 {
+		return false
+	}
+	heap.Remove(&c.queue, t.index)
+	return true
+}
+
+// Pending returns how many timers are scheduled.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
+// Advance moves the clock forward by d, running every timer that falls due
+// on the way at its own instant, and returns the new time. It returns once
+// all work due up to the new time has run.
+func (c *Clock) Advance(d time.Duration) time.Time {
+	if d < 0 {
+		d = 0
+	}
+	c.run.Lock()
+	defer c.run.Unlock()
+	c.mu.Lock()
+	target := c.nowLocked().Add(d)
+	c.mu.Unlock()
+	return c.moveTo(target)
+}
+
+// Set moves the clock to t (forward or backward), runs whatever is due and
+// returns the new time.
+func (c *Clock) Set(t time.Time) time.Time {
+	c.run.Lock()
+	defer c.run.Unlock()
+	return c.moveTo(t.UTC())
+}
+
+// RunDue runs every timer due at the current time and waits for the work
+// they start. It is what "wait until all work due now has run" means.
+func (c *Clock) RunDue() {
+	c.run.Lock()
+	defer c.run.Unlock()
+	c.mu.Lock()
+	now := c.nowLocked()
+	c.mu.Unlock()
+	c.moveTo(now)
+}
+
+// moveTo steps through due timers up to target. c.run must be held.
+func (c *Clock) moveTo(target time.Time) time.Time {
+	for {
+		c.WaitIdle()
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.queue[0].when.After(target) {
+			c.setLocked(target)
+			now := c.nowLocked()
+			c.mu.Unlock()
+			if !c.virtual {
+				c.poke()
+			}
+			return now
+		}
+		t := heap.Pop(&c.queue).(*Timer)
+		if t.when.After(c.nowLocked()) {
+			c.setLocked(t.when)
+		}
+		now := c.nowLocked()
+		c.mu.Unlock()
+		t.f(now)
+	}
+}
+
+func (c *Clock) setLocked(t time.Time) {
+	if c.virtual {
+		c.now = t
+		return
+	}
+	c.offset = t.Sub(time.Now().UTC())
+}
+
+// Track marks asynchronous work as under way (for example a webhook
+// delivery started by a timer); call the returned function when it is done.
+// Advance, Set, RunDue and WaitIdle wait for tracked work.
+func (c *Clock) Track() (done func()) {
+	c.busyMu.Lock()
+	c.busy++
+	c.busyMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.busyMu.Lock()
+			c.busy--
+			if c.busy == 0 {
+				c.idle.Broadcast()
+			}
+			c.busyMu.Unlock()
+		})
+	}
+}
+
+// WaitIdle blocks until no tracked work is under way.
+func (c *Clock) WaitIdle() {
+	c.busyMu.Lock()
+	for c.busy > 0 {
+		c.idle.Wait()
+	}
+	c.busyMu.Unlock()
+}
+
+// poke wakes the real-time loop.
+func (c *Clock) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop fires timers of a real clock as the wall clock reaches them.
+func (c *Clock) loop() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		wait := time.Hour
+		if len(c.queue) > 0 {
+			wait = c.queue[0].when.Sub(c.nowLocked())
+		}
+		c.mu.Unlock()
+		if wait <= 0 {
+			c.RunDue()
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// close stops a real clock's goroutine.
+func (c *Clock) close() {
+	if c.stop != nil {
+		select {
+		case <-c.stop:
+		default:
+			close(c.stop)
+		}
+	}
+}
+
+// timerQueue is a min-heap of timers by deadline, then scheduling order.
+type timerQueue []*Timer
+
+func (q timerQueue) Len() int { return len(q) }
+func (q timerQueue) Less(i, j int) bool {
+	if !q[i].when.Equal(q[j].when) {
+		return q[i].when.Before(q[j].when)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q timerQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+func (q *timerQueue) Push(x any) {
+	t := x.(*Timer)
+	t.index = len(*q)
+	*q = append(*q, t)
+}
+func (q *timerQueue) Pop() any {
+	old := *q
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	t.index = -1
+	*q = old[:len(old)-1]
+	return t
+}

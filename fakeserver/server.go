@@ -1,0 +1,489 @@
+package fakeserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+)
+
+// MaxBodyBytes is the largest request body the server reads (413 above).
+const MaxBodyBytes = 1 << 20
+
+// DefaultStart is where a virtual clock starts unless WithStartTime says
+// otherwise: a fixed instant, so that tests are reproducible.
+var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// Server is an in-memory confidential payments service. Create one with New
+// in a test or NewServer elsewhere. All methods are safe for concurrent use.
+//
+// Lock discipline: s.mu guards every piece of domain state (accounts, keys,
+// both networks' ledgers, transfers, agents, held payments, subscriptions,
+// events and delivery records). A domain operation takes s.mu once, decides
+// and mutates, and releases it; check-and-reserve is always one critical
+// section. Expensive work that needs no state (cryptography on values
+// already copied out, HTTP deliveries) runs outside s.mu. The clock has its
+// own lock and never calls back into the server while holding it.
+type Server struct {
+	opts  options
+	clock *Clock
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	accounts map[string]*account // by account id
+	byHandle map[string]*account // by lower-cased handle ("@alice", "@alice/bot")
+	byAddr   map[string]*account // by lower-cased 0x address
+	domains  map[string]*account // by lower-cased domain name
+	keys     map[[32]byte]*apiKey
+	keysByID map[string]*apiKey
+	nets     map[confpay.Network]*network
+
+	faults     faultScript
+	idempotent idempotencyStore
+
+	handler http.Handler
+	hs      *httptest.Server // set by Start
+}
+
+// network is the per-network half of the state: everything that moves or
+// records money. Identities (accounts, agents, policies) are shared.
+type network struct {
+	name    confpay.Network
+	chainID uint64
+
+	ledger    ledger       // ledger.go
+	transfers transferBook // transfers.go
+	held      heldBook     // agents.go
+	hooks     hookBook     // events.go, delivery.go
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	realClock       bool
+	start           time.Time
+	blockTime       time.Duration
+	approvalWindow  time.Duration
+	deliveryTimeout time.Duration
+	deliveryWorkers int
+	logger          *slog.Logger
+	ethRate         confpay.Limit
+}
+
+// WithRealClock makes the server follow the wall clock (the binary's
+// default). Advance and Set still move it.
+func WithRealClock() Option { return func(o *options) { o.realClock = true } }
+
+// WithStartTime sets where the virtual clock starts.
+func WithStartTime(t time.Time) Option { return func(o *options) { o.start = t.UTC() } }
+
+// WithBlockTime sets how long a transfer stays pending before it confirms
+// (default 1 s of server time).
+func WithBlockTime(d time.Duration) Option { return func(o *options) { o.blockTime = d } }
+
+// WithApprovalWindow sets how long a held agent payment waits for a
+// decision (default 24 h).
+func WithApprovalWindow(d time.Duration) Option { return func(o *options) { o.approvalWindow = d } }
+
+// WithDeliveryTimeout sets how long a webhook receiver has to answer
+// (default 10 s of real time).
+func WithDeliveryTimeout(d time.Duration) Option {
+	return func(o *options) { o.deliveryTimeout = d }
+}
+
+// WithDeliveryWorkers sets the size of the webhook delivery pool (default 8).
+func WithDeliveryWorkers(n int) Option { return func(o *options) { o.deliveryWorkers = n } }
+
+// WithLogger sets where the server logs (default: nowhere). It never logs
+// keys, secrets, proofs or figures.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithETHRate sets the reference rate, in USDG per ETH, at which spend
+// policies count ETH payments (default 3000).
+func WithETHRate(usdgPerETH confpay.Limit) Option { return func(o *options) { o.ethRate = usdgPerETH } }
+
+// NewServer returns a server that is not listening: mount Handler yourself,
+// or call Start. Call Close when done.
+func NewServer(opts ...Option) *Server {
+	o := options{
+		start:           DefaultStart,
+		blockTime:       time.Second,
+		approvalWindow:  24 * time.Hour,
+		deliveryTimeout: 10 * time.Second,
+		deliveryWorkers: 8,
+		ethRate:         confpay.MustParseLimit("3000"),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Server{opts: o}
+	if o.realClock {
+		s.clock = newRealClock()
+	} else {
+		s.clock = newVirtualClock(o.start)
+	}
+	s.log = o.logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.resetLocked()
+	s.handler = s.routes()
+	return s
+}
+
+// New starts a server on 127.0.0.1 for the test and closes it when the test
+// ends. It is safe to call from parallel tests: servers share nothing.
+func New(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := NewServer(opts...)
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start makes the server listen on a loopback port (see URL).
+func (s *Server) Start() {
+	if s.hs == nil {
+		s.hs = httptest.NewServer(s.handler)
+	}
+}
+
+// URL is the base URL of a started server, such as http://127.0.0.1:41234.
+func (s *Server) URL() string {
+	if s.hs == nil {
+		return ""
+	}
+	return s.hs.URL
+}
+
+// Handler is the server's HTTP face: the /v1 interface and /_fake admin.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Clock is the server's clock.
+func (s *Server) Clock() *Clock { return s.clock }
+
+// Now returns the server's current time.
+func (s *Server) Now() time.Time { return s.clock.Now() }
+
+// Advance moves the server's clock forward and runs everything that falls
+// due, in order, each at its own instant (like miniredis' FastForward).
+func (s *Server) Advance(d time.Duration) time.Time { return s.clock.Advance(d) }
+
+// Set moves the server's clock to t and runs whatever is due.
+func (s *Server) Set(t time.Time) time.Time { return s.clock.Set(t) }
+
+// Sync waits until all work due at the current time has run, webhook
+// deliveries included. Use it instead of sleeping.
+func (s *Server) Sync() { s.clock.RunDue() }
+
+// Close stops the server, its clock and its delivery workers.
+func (s *Server) Close() {
+	if s.hs != nil {
+		s.hs.Close()
+	}
+	s.clock.close()
+	s.stopDeliveries()
+}
+
+// Client returns an SDK client for apiKey wired to this started server.
+func (s *Server) Client(apiKey string, opts ...confpay.Option) (*confpay.Client, error) {
+	all := append([]confpay.Option{confpay.WithBaseURL(s.URL())}, opts...)
+	return confpay.NewClient(apiKey, all...)
+}
+
+// Reset empties the server: no accounts, keys, balances, transfers, faults
+// or subscriptions. The clock keeps its time.
+func (s *Server) Reset() {
+	s.stopDeliveries()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetLocked()
+}
+
+func (s *Server) resetLocked() {
+	s.accounts = map[string]*account{}
+	s.byHandle = map[string]*account{}
+	s.byAddr = map[string]*account{}
+	s.domains = map[string]*account{}
+	s.keys = map[[32]byte]*apiKey{}
+	s.keysByID = map[string]*apiKey{}
+	s.nets = map[confpay.Network]*network{
+		confpay.NetworkTest: {name: confpay.NetworkTest, chainID: confpay.ChainIDTest},
+		confpay.NetworkLive: {name: confpay.NetworkLive, chainID: confpay.ChainIDLive},
+	}
+	for _, n := range s.nets {
+		n.ledger.init()
+		n.transfers.init()
+		n.held.init()
+		n.hooks.init()
+	}
+	s.faults.reset()
+	s.idempotent.reset()
+	s.startDeliveries()
+}
+
+// ---- routing ----
+
+// route is one method on one path.
+type route struct {
+	method string
+	auth   bool // needs a bearer key
+	h      handlerFunc
+}
+
+// handlerFunc handles one API call: it returns the status and the value to
+// encode as JSON (nil for no body), or an error (an *apiError, or any other
+// error, which becomes a 500 without detail).
+type handlerFunc func(c *call) (int, any, error)
+
+// call is one request as the handlers see it.
+type call struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	reqID string
+	body  []byte   // the whole request body, read under MaxBodyBytes
+	acct  *account // the key's account (nil on admin routes)
+	key   *apiKey
+	net   *network // the key's network (nil on admin routes)
+	// header is extra response headers the handler wants set.
+	header http.Header
+}
+
+// routes builds the whole HTTP face. It is the support matrix in code.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	table := map[string][]route{
+		"/v1/accounts/me":                                  {{"GET", true, s.handleMe}},
+		"/v1/accounts/me/balances":                         {{"GET", true, s.handleBalances}},
+		"/v1/accounts/me/agents":                           {{"GET", true, s.handleListAgents}, {"POST", true, s.handleCreateAgent}},
+		"/v1/agents/{account_id}/spend-policy":             {{"GET", true, s.handleGetPolicy}, {"PATCH", true, s.handleUpdatePolicy}},
+		"/v1/agents/transactions/pending":                  {{"GET", true, s.handleListPending}},
+		"/v1/agents/transactions/{transaction_id}/approve": {{"POST", true, s.handleApprove}},
+		"/v1/agents/transactions/{transaction_id}/reject":  {{"POST", true, s.handleReject}},
+		"/v1/transfers":                                    {{"GET", true, s.handleListTransfers}, {"POST", true, s.handleCreateTransfer}},
+		"/v1/transfers/{transfer_id}":                      {{"GET", true, s.handleGetTransfer}},
+		"/v1/webhooks":                                     {{"GET", true, s.handleListWebhooks}, {"POST", true, s.handleCreateWebhook}},
+		"/v1/webhooks/{webhook_id}":                        {{"DELETE", true, s.handleDeleteWebhook}},
+		"/v1/webhooks/{webhook_id}/replay/{event_id}":      {{"POST", true, s.handleReplay}},
+		"/v1/webhooks/{webhook_id}/deliveries":             {{"GET", true, s.handleDeliveries}},
+	}
+	for path, rs := range s.adminRoutes() {
+		table[path] = rs
+	}
+	for path, rs := range table {
+		mux.Handle(path, s.dispatch(rs))
+	}
+	mux.Handle("/", s.dispatch(nil))
+	return mux
+}
+
+// dispatch picks the route for the method and runs it through the one
+// request pipeline: request id, faults, body limit, auth, idempotency.
+func (s *Server) dispatch(rs []route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{s: s, w: w, r: r, reqID: newID("req_"), header: http.Header{}}
+		w.Header().Set("X-Request-Id", c.reqID)
+		if rs == nil {
+			s.writeError(c, errNotFound("no such path"))
+			return
+		}
+		var rt *route
+		var allow []string
+		for i := range rs {
+			allow = append(allow, rs[i].method)
+			if rs[i].method == r.Method {
+				rt = &rs[i]
+			}
+		}
+		if rt == nil {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(c, newError(http.StatusMethodNotAllowed, confpay.CodeMethodNotAllowed, "method not allowed on this path"))
+			return
+		}
+		s.serve(c, rt)
+	})
+}
+
+// serve runs the pipeline for one matched route.
+func (s *Server) serve(c *call, rt *route) {
+	r := c.r
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		s.writeError(c, newError(http.StatusBadRequest, confpay.CodeInvalidRequest, "could not read the request body"))
+		return
+	}
+	if len(body) > MaxBodyBytes {
+		s.writeError(c, newError(http.StatusRequestEntityTooLarge, confpay.CodeRequestTooLarge, "request body is over 1 MiB"))
+		return
+	}
+	c.body = body
+	if rt.auth {
+		if apiErr := s.authenticate(c); apiErr != nil {
+			s.writeError(c, apiErr)
+			return
+		}
+	}
+	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+		if done := s.applyFault(c, f, rt); done {
+			return
+		}
+	}
+	if rt.auth && r.Method != http.MethodGet {
+		s.serveIdempotent(c, rt)
+		return
+	}
+	s.finish(c, rt.h)
+}
+
+// finish runs a handler and writes its answer.
+func (s *Server) finish(c *call, h handlerFunc) {
+	status, v, err := h(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	s.writeJSON(c, status, v)
+}
+
+// render turns a handler's answer into the bytes to send.
+func render(status int, v any) (int, []byte) {
+	if v == nil {
+		return status, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return http.StatusInternalServerError, []byte(`{"code":"internal_error","message":"could not encode the answer"}`)
+	}
+	return status, append(b, '\n')
+}
+
+func (s *Server) writeJSON(c *call, status int, v any) {
+	status, b := render(status, v)
+	s.writeRaw(c, status, b)
+}
+
+func (s *Server) writeRaw(c *call, status int, b []byte) {
+	h := c.w.Header()
+	for k, vs := range c.header {
+		h[k] = vs
+	}
+	if b != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	c.w.WriteHeader(status)
+	if b != nil {
+		_, _ = c.w.Write(b)
+	}
+}
+
+// writeError renders any error as the flat error body.
+func (s *Server) writeError(c *call, err error) {
+	status, body := errorAnswer(c.reqID, err)
+	if e, ok := err.(*apiError); ok && e.retryAfter != "" {
+		c.header.Set("Retry-After", e.retryAfter)
+	}
+	s.writeJSON(c, status, body)
+}
+
+// errorAnswer maps an error to its status and flat body.
+func errorAnswer(reqID string, err error) (int, any) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = newError(http.StatusInternalServerError, confpay.CodeInternal, "internal error")
+	}
+	body := e.body
+	body.RequestID = reqID
+	return e.status, body
+}
+
+// ---- errors ----
+
+// apiError is an error answer: its status and flat body.
+type apiError struct {
+	status int
+	body   confpay.ErrorBody
+	// retryAfter, when set, is sent as Retry-After (seconds).
+	retryAfter string
+}
+
+func (e *apiError) Error() string { return e.body.Code + ": " + e.body.Message }
+
+func newError(status int, code, msg string) *apiError {
+	return &apiError{status: status, body: confpay.ErrorBody{Code: code, Message: msg}}
+}
+
+// withParam names the request field at fault.
+func (e *apiError) withParam(p string) *apiError { e.body.Param = p; return e }
+
+// withRule names the policy rule that refused a payment.
+func (e *apiError) withRule(r string) *apiError { e.body.Rule = r; return e }
+
+// withReason names why a decryption proof was refused.
+func (e *apiError) withReason(r string) *apiError { e.body.Reason = r; return e }
+
+// errInvalid is 400 invalid_request naming the field.
+func errInvalid(param, msg string) *apiError {
+	return newError(http.StatusBadRequest, confpay.CodeInvalidRequest, msg).withParam(param)
+}
+
+// errNotFound is 404 not_found: unknown, or not yours (existence never leaks).
+func errNotFound(msg string) *apiError {
+	return newError(http.StatusNotFound, confpay.CodeNotFound, msg)
+}
+
+// ---- JSON input ----
+
+// decodeStrict decodes a JSON object body into v: unknown fields, trailing
+// data and wrong types are 400 invalid_request naming the field. An empty
+// body decodes as {}.
+func decodeStrict(body []byte, v any) *apiError {
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return errInvalid("body", "the body must be one JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errInvalid("body", "the body must be one JSON object")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into 400 invalid_request with param.
+func jsonError(err error) *apiError {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return errInvalid(field, "field "+field+" has the wrong type")
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return errInvalid("body", "the body is not valid JSON")
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		return errInvalid(f, "unknown field "+f)
+	}
+	return errInvalid("body", "the body is not a valid JSON object")
+}

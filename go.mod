@@ -1,0 +1,17 @@
+module github.com/confpay/confpay-go
+
+go 1.26.0
+
+require (
+	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.0.1
+	github.com/ethereum/go-ethereum v1.17.10
+	github.com/google/go-cmp v0.7.0
+	github.com/hashicorp/go-retryablehttp v0.7.8
+)
+
+require (
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/holiman/uint256 v1.3.2 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

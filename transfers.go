@@ -1,0 +1,241 @@
+package confpay
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// TransferStatus is the state of a transfer. A payment held for an owner's
+// approval is answered with StatusPendingApproval and has no transfer yet.
+type TransferStatus string
+
+// Transfer statuses.
+const (
+	StatusPending         TransferStatus = "pending"
+	StatusConfirmed       TransferStatus = "confirmed"
+	StatusFailed          TransferStatus = "failed"
+	StatusPendingApproval TransferStatus = "pending_approval"
+)
+
+// TransferCreateParams is the body of POST /v1/transfers.
+type TransferCreateParams struct {
+	// To is the recipient: an @handle, an @owner/agent handle, a 0x address
+	// or a registered domain name.
+	To     string `json:"to"`
+	Amount Amount `json:"amount"`
+	// Asset defaults to USDG on the server when empty.
+	Asset string `json:"asset,omitempty"`
+	// Confidential defaults to true when nil; set it to Bool(false) only for
+	// a recipient wallet without confidential token support.
+	Confidential *bool `json:"confidential,omitempty"`
+	// Memo is sealed with the amount; only sender and recipient can read it.
+	Memo string `json:"memo,omitempty"`
+}
+
+// Transfer is a payment as the service reports it. The amount is never part
+// of it: open EncryptedNote with the account's decryption key to read it.
+//
+// When an agent's payment is held for approval, Transfers.Create answers a
+// Transfer with Status StatusPendingApproval, TransactionID set and no
+// TransferID; see [Transfer.Held].
+type Transfer struct {
+	TransferID    string         `json:"transfer_id,omitempty"`
+	TransactionID string         `json:"transaction_id,omitempty"`
+	Status        TransferStatus `json:"status"`
+	From          string         `json:"from,omitempty"`
+	To            string         `json:"to"`
+	Asset         string         `json:"asset,omitempty"`
+	Confidential  bool           `json:"confidential"`
+	TxHash        string         `json:"tx_hash,omitempty"`
+	CreatedAt     time.Time      `json:"created_at,omitzero"`
+	ConfirmedAt   *time.Time     `json:"confirmed_at,omitempty"`
+	FailedAt      *time.Time     `json:"failed_at,omitempty"`
+	RequestedAt   *time.Time     `json:"requested_at,omitempty"`
+	ExpiresAt     *time.Time     `json:"expires_at,omitempty"`
+	// EncryptedNote is the amount and memo sealed to the sender and the
+	// recipient (base64url, no padding); NoteReaders lists the readers'
+	// encryption keys (hex) in the order the note was sealed.
+	EncryptedNote string   `json:"encrypted_note,omitempty"`
+	NoteReaders   []string `json:"note_readers,omitempty"`
+}
+
+// Held reports whether the create answer is a payment held for the owner's
+// approval rather than a submitted transfer.
+func (t *Transfer) Held() bool { return t != nil && t.Status == StatusPendingApproval }
+
+// TransferListParams filters GET /v1/transfers. Zero fields are not sent.
+type TransferListParams struct {
+	Limit  int            // page size 1..100; 0 means the server default (20)
+	Offset int            // items to skip
+	Status TransferStatus // only this status
+	From   time.Time      // only transfers created after this instant
+	To     time.Time      // only transfers created before this instant
+}
+
+// TransferList is one page of transfers, newest first.
+type TransferList struct {
+	Transfers []*Transfer `json:"transfers"`
+	HasMore   bool        `json:"has_more"`
+}
+
+// MaxPageSize is the largest page GET /v1/transfers answers.
+const MaxPageSize = 100
+
+// maxMemo is the longest memo a note can carry, in bytes.
+const maxMemo = 1024
+
+// Create sends a payment (POST /v1/transfers). The answer never carries
+// the amount. When the key is an agent's and the payment is above its
+// approval threshold, the payment is held: the answer has Status
+// StatusPendingApproval and a TransactionID (see Transfer.Held).
+//
+// The call carries an Idempotency-Key, generated once and reused on every
+// retry; pass WithIdempotencyKey to make a retry of your own safe too.
+func (s *TransfersService) Create(ctx context.Context, params *TransferCreateParams, opts ...CallOption) (*Transfer, error) {
+	if err := params.validate(); err != nil {
+		return nil, err
+	}
+	var t Transfer
+	if err := s.client.do(ctx, http.MethodPost, "/v1/transfers", "", params, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// validate checks what the service would refuse, without sending anything.
+func (p *TransferCreateParams) validate() error {
+	if p == nil {
+		return &ParamError{Param: "params", Problem: "is nil"}
+	}
+	if p.To == "" {
+		return &ParamError{Param: "to", Problem: "is required"}
+	}
+	if !p.Amount.IsSet() {
+		return &ParamError{Param: "amount", Problem: "is required"}
+	}
+	if p.Amount.IsZero() {
+		return &ParamError{Param: "amount", Problem: "must be greater than zero"}
+	}
+	asset := p.Asset
+	if asset == "" {
+		asset = AssetUSDG
+	}
+	if dec, ok := AssetDecimals(asset); ok {
+		if _, err := p.Amount.Units(dec); err != nil {
+			return &ParamError{Param: "amount", Problem: fmt.Sprintf("has more than %d decimals, the most %s allows", dec, asset)}
+		}
+	}
+	if len(p.Memo) > maxMemo {
+		return &ParamError{Param: "memo", Problem: "is longer than 1024 bytes"}
+	}
+	return nil
+}
+
+// Get returns one transfer (GET /v1/transfers/{transfer_id}).
+func (s *TransfersService) Get(ctx context.Context, transferID string, opts ...CallOption) (*Transfer, error) {
+	id, err := pathID("transferID", transferID)
+	if err != nil {
+		return nil, err
+	}
+	var t Transfer
+	if err := s.client.do(ctx, http.MethodGet, "/v1/transfers/"+id, "", nil, &t, opts); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// List returns one page of transfers, newest first (GET /v1/transfers).
+// params may be nil. Use HasMore and Offset to page, or All to walk them all.
+func (s *TransfersService) List(ctx context.Context, params *TransferListParams, opts ...CallOption) (*TransferList, error) {
+	q, err := params.query()
+	if err != nil {
+		return nil, err
+	}
+	var l TransferList
+	if err := s.client.do(ctx, http.MethodGet, "/v1/transfers", q, nil, &l, opts); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// query encodes the parameters that are set.
+func (p *TransferListParams) query() (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	if p.Limit < 0 || p.Limit > MaxPageSize {
+		return "", &ParamError{Param: "limit", Problem: "must be between 1 and 100 (0 for the default)"}
+	}
+	if p.Offset < 0 {
+		return "", &ParamError{Param: "offset", Problem: "must be at least 0"}
+	}
+	v := url.Values{}
+	if p.Limit > 0 {
+		v.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.Offset > 0 {
+		v.Set("offset", strconv.Itoa(p.Offset))
+	}
+	if p.Status != "" {
+		v.Set("status", string(p.Status))
+	}
+	if !p.From.IsZero() {
+		v.Set("from", p.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !p.To.IsZero() {
+		v.Set("to", p.To.UTC().Format(time.RFC3339Nano))
+	}
+	return v.Encode(), nil
+}
+
+// All walks every transfer matching params, newest first, fetching pages
+// lazily as the loop advances (100 a page unless params.Limit says
+// otherwise); breaking out of the loop stops it. On an error it yields the
+// error once and stops. A transfer created while the walk runs can push
+// older ones onto the next page; All skips those repeats.
+//
+//	for t, err := range client.Transfers.All(ctx, nil) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(t.TransferID, t.Status)
+//	}
+func (s *TransfersService) All(ctx context.Context, params *TransferListParams, opts ...CallOption) iter.Seq2[*Transfer, error] {
+	return func(yield func(*Transfer, error) bool) {
+		var p TransferListParams
+		if params != nil {
+			p = *params
+		}
+		if p.Limit == 0 {
+			p.Limit = MaxPageSize
+		}
+		var prev map[string]bool // ids of the previous page
+		for {
+			page, err := s.List(ctx, &p, opts...)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			seen := make(map[string]bool, len(page.Transfers))
+			for _, t := range page.Transfers {
+				seen[t.TransferID] = true
+				if prev[t.TransferID] {
+					continue
+				}
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if !page.HasMore || len(page.Transfers) == 0 {
+				return
+			}
+			p.Offset += len(page.Transfers)
+			prev = seen
+		}
+	}
+}

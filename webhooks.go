@@ -1,0 +1,162 @@
+package confpay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Secret is a webhook signing secret. It prints as REDACTED in fmt and slog
+// output; use Reveal to read it. JSON encoding writes the real value.
+type Secret string
+
+// Reveal returns the secret itself.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns a redacted placeholder.
+func (s Secret) String() string { return "REDACTED" }
+
+// GoString returns a redacted placeholder.
+func (s Secret) GoString() string { return "confpay.Secret(REDACTED)" }
+
+// Format prints a redacted placeholder for every verb.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("REDACTED")) }
+
+// LogValue keeps the secret out of slog output.
+func (s Secret) LogValue() slog.Value { return slog.StringValue("REDACTED") }
+
+// WebhookCreateParams is the body of POST /v1/webhooks.
+type WebhookCreateParams struct {
+	// URL must be https, or http on a loopback host.
+	URL string `json:"url"`
+	// Events is a non-empty subset of the seven event kinds.
+	Events []string `json:"events"`
+}
+
+// Webhook is a subscription. Secret is set only in the create answer.
+type Webhook struct {
+	WebhookID string    `json:"webhook_id"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	Secret    Secret    `json:"secret,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// WebhookList is the answer of GET /v1/webhooks.
+type WebhookList struct {
+	Webhooks []*Webhook `json:"webhooks"`
+}
+
+// Delivery statuses and triggers.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+
+	TriggerEvent  = "event"
+	TriggerReplay = "replay"
+)
+
+// Delivery is the record of one event's delivery to one subscription.
+type Delivery struct {
+	DeliveryID string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	// Event is the event kind.
+	Event string `json:"event"`
+	// Status is pending, succeeded or failed.
+	Status     string `json:"status"`
+	Attempts   int    `json:"attempts"`
+	RetryCount int    `json:"retry_count"`
+	// ResponseStatus is the last HTTP status received, 0 when none.
+	ResponseStatus int        `json:"response_status"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	// Trigger is event or replay.
+	Trigger string `json:"trigger"`
+}
+
+// DeliveryList is the answer of GET /v1/webhooks/{id}/deliveries.
+type DeliveryList struct {
+	Deliveries []*Delivery `json:"deliveries"`
+}
+
+// Replay is the answer of POST /v1/webhooks/{id}/replay/{event_id}.
+type Replay struct {
+	DeliveryID string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	WebhookID  string `json:"webhook_id"`
+	Status     string `json:"status"`
+}
+
+// Create subscribes an endpoint to events (POST /v1/webhooks). The answer's
+// Secret is shown only here: store it to verify deliveries.
+func (s *WebhooksService) Create(ctx context.Context, params *WebhookCreateParams, opts ...CallOption) (*Webhook, error) {
+	switch {
+	case params == nil:
+		return nil, &ParamError{Param: "params", Problem: "is nil"}
+	case params.URL == "":
+		return nil, &ParamError{Param: "url", Problem: "is required"}
+	case len(params.Events) == 0:
+		return nil, &ParamError{Param: "events", Problem: "is required"}
+	}
+	var w Webhook
+	if err := s.client.do(ctx, http.MethodPost, "/v1/webhooks", "", params, &w, opts); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// List returns the account's subscriptions on the client's network
+// (GET /v1/webhooks). Secrets are not part of it.
+func (s *WebhooksService) List(ctx context.Context, opts ...CallOption) ([]*Webhook, error) {
+	var l WebhookList
+	if err := s.client.do(ctx, http.MethodGet, "/v1/webhooks", "", nil, &l, opts); err != nil {
+		return nil, err
+	}
+	return l.Webhooks, nil
+}
+
+// Delete removes a subscription at once (DELETE /v1/webhooks/{webhook_id});
+// pending retries are cancelled.
+func (s *WebhooksService) Delete(ctx context.Context, webhookID string, opts ...CallOption) error {
+	id, err := pathID("webhookID", webhookID)
+	if err != nil {
+		return err
+	}
+	return s.client.do(ctx, http.MethodDelete, "/v1/webhooks/"+id, "", nil, nil, opts)
+}
+
+// Replay sends one event to the subscription again
+// (POST /v1/webhooks/{webhook_id}/replay/{event_id}), with a fresh
+// signature.
+func (s *WebhooksService) Replay(ctx context.Context, webhookID, eventID string, opts ...CallOption) (*Replay, error) {
+	wid, err := pathID("webhookID", webhookID)
+	if err != nil {
+		return nil, err
+	}
+	eid, err := pathID("eventID", eventID)
+	if err != nil {
+		return nil, err
+	}
+	var r Replay
+	if err := s.client.do(ctx, http.MethodPost, "/v1/webhooks/"+wid+"/replay/"+eid, "", nil, &r, opts); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Deliveries returns the subscription's recent deliveries, newest first
+// (GET /v1/webhooks/{webhook_id}/deliveries).
+func (s *WebhooksService) Deliveries(ctx context.Context, webhookID string, opts ...CallOption) ([]*Delivery, error) {
+	id, err := pathID("webhookID", webhookID)
+	if err != nil {
+		return nil, err
+	}
+	var l DeliveryList
+	if err := s.client.do(ctx, http.MethodGet, "/v1/webhooks/"+id+"/deliveries", "", nil, &l, opts); err != nil {
+		return nil, err
+	}
+	return l.Deliveries, nil
+}
