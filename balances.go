@@ -2,9 +2,15 @@ package confpay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
+	"strings"
+
+	"github.com/confpay/confpay-go/decrypt"
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // Balance is one asset's entry in GET /v1/accounts/me/balances.
@@ -64,3 +70,112 @@ func (p BalancesParams) GoString() string { return p.String() }
 
 // Format hides the proof for every verb.
 func (p BalancesParams) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// maxProofAssets is how many balances one decryption proof can cover.
+const maxProofAssets = 16
+
+// ReadBalances returns the account's balances with their figures, proved
+// with key, the account's private encryption key. It reads the account's
+// address and encryption key (Accounts.Me) and its current ciphertexts
+// (Balances without proof), opens them locally, builds a decryption proof
+// over every entry and sends it; the service answers the figures, which must
+// match the local ones. When a balance changes in between (422, reason
+// stale) it starts over once.
+//
+// The key never leaves the process; the proof goes in the body of the
+// request, never in its URL, and never into a log or an error. Balances
+// other than the account's assets with a ciphertext come back as the
+// service reports them.
+func (s *AccountsService) ReadBalances(ctx context.Context, key *decrypt.PrivateKey, opts ...CallOption) ([]*Balance, error) {
+	if key == nil {
+		return nil, &ParamError{Param: "key", Problem: "is nil"}
+	}
+	me, err := s.Me(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := decryptAccount(s.client.ChainID(), me)
+	if err != nil {
+		return nil, err
+	}
+	if !key.PublicKey().Equal(acct.Key) {
+		return nil, fmt.Errorf("confpay: reading balances: the key is not this account's encryption key: %w", decrypt.ErrNotForThisKey)
+	}
+	for try := 0; ; try++ {
+		bals, err := s.readBalancesOnce(ctx, key, acct, opts)
+		var ae *APIError
+		if try == 0 && errors.As(err, &ae) && ae.Code == CodeDecryptionProofInvalid && ae.Reason == ReasonStale {
+			continue // a balance changed since it was read: fetch and prove again
+		}
+		return bals, err
+	}
+}
+
+func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.PrivateKey, acct decrypt.Account, opts []CallOption) ([]*Balance, error) {
+	current, err := s.Balances(ctx, nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var cts []decrypt.Balance
+	for _, b := range current {
+		if b == nil || b.EncryptedBalance == "" {
+			continue
+		}
+		ct, err := decrypt.DecodeBase64(b.EncryptedBalance)
+		if err != nil {
+			return nil, fmt.Errorf("confpay: reading balances: encrypted_balance of %s: %w", b.Asset, err)
+		}
+		cts = append(cts, decrypt.Balance{Asset: b.Asset, Version: b.BalanceVersion, Ciphertext: ct})
+	}
+	if len(cts) == 0 {
+		return current, nil // nothing held, nothing to prove
+	}
+	if len(cts) > maxProofAssets {
+		return nil, fmt.Errorf("confpay: reading balances: %d assets, more than one proof covers (%d)", len(cts), maxProofAssets)
+	}
+	proof, amounts, err := decrypt.Prove(nil, key, acct, cts)
+	if err != nil {
+		return nil, fmt.Errorf("confpay: reading balances: %w", err)
+	}
+	bals, err := s.Balances(ctx, &BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// The service reads the figures from the proof: they must be ours.
+	local := make(map[string]*big.Int, len(cts))
+	for i, c := range cts {
+		local[c.Asset] = amounts[i]
+	}
+	for _, b := range bals {
+		want, proved := local[b.Asset]
+		if !proved {
+			continue
+		}
+		if b.Amount == nil {
+			return nil, fmt.Errorf("confpay: reading balances: the service gave no figure for %s", b.Asset)
+		}
+		if dec, ok := AssetDecimals(b.Asset); ok {
+			got, err := b.Amount.Units(dec)
+			if err != nil || got.Cmp(want) != 0 {
+				return nil, fmt.Errorf("confpay: reading balances: the service's figure for %s differs from the local decryption", b.Asset)
+			}
+		}
+	}
+	return bals, nil
+}
+
+// decryptAccount builds the decrypt package's view of an account: chain,
+// address and encryption key.
+func decryptAccount(chainID uint64, me *Account) (decrypt.Account, error) {
+	if !common.IsHexAddress(me.PublicKey) || !strings.HasPrefix(me.PublicKey, "0x") {
+		return decrypt.Account{}, errors.New("confpay: the account's public_key is not a 0x address")
+	}
+	if me.EncryptionKey == "" {
+		return decrypt.Account{}, errors.New("confpay: the account has no encryption key, so it holds no confidential balance")
+	}
+	ek, err := decrypt.ParsePublicKeyHex(me.EncryptionKey)
+	if err != nil {
+		return decrypt.Account{}, fmt.Errorf("confpay: the account's encryption_key: %w", err)
+	}
+	return decrypt.Account{ChainID: chainID, Address: common.HexToAddress(me.PublicKey), Key: ek}, nil
+}

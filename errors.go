@@ -115,6 +115,7 @@ func (e *APIError) Is(target error) bool {
 // sentinel is the type of the Err values: an error code to match against.
 type sentinel struct{ code string }
 
+// Error names the code.
 func (s *sentinel) Error() string { return "confpay: " + s.code }
 
 // Sentinels for errors.Is, one per error code.

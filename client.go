@@ -1,0 +1,684 @@
+package confpay
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// Version is the version of this SDK, sent in the User-Agent header.
+const Version = "0.1.0"
+
+// Defaults used by NewClient.
+const (
+	// DefaultBaseURL is the service's address; tests point the client
+	// elsewhere with WithBaseURL.
+	DefaultBaseURL = "https://api.confpay.example"
+	// DefaultMaxRetries is how many times a failed attempt is retried.
+	DefaultMaxRetries = 2
+	// DefaultTimeout bounds each attempt (not the whole call).
+	DefaultTimeout = 30 * time.Second
+)
+
+// Retry timing. The wait before retry n (counting from 0) is
+// 0.5 s · 2^n with ±25 % jitter, capped at maxBackoff. A Retry-After header
+// on the answer replaces it, clamped to maxRetryAfter.
+const (
+	baseBackoff   = 500 * time.Millisecond
+	maxBackoff    = 8 * time.Second
+	maxRetryAfter = 30 * time.Second
+)
+
+// maxBody caps every response body the client reads.
+const maxBody = 1 << 20
+
+// Client talks to the payments service with one API key. It is safe for
+// concurrent use. Create it with NewClient; the services below carry one
+// method per endpoint.
+type Client struct {
+	Accounts  *AccountsService  // the authenticated account, balances, agents list
+	Transfers *TransfersService // payments
+	Agents    *AgentsService    // agent accounts, spend policies, held payments
+	Webhooks  *WebhooksService  // subscriptions, deliveries, replay
+
+	network    Network
+	baseURL    string   // without a trailing slash
+	auth       []string // {"Bearer <key>"}: shared, never modified
+	userAgent  []string // {"confpay-go/... go/..."}: shared, never modified
+	httpClient *http.Client
+	maxRetries int
+	logger     *slog.Logger
+	// wait is the backoff before retry n (from 0) after resp (nil for a
+	// connection error). Tests replace it so that they do not sleep.
+	wait func(retry int, resp *http.Response) time.Duration
+}
+
+type service struct{ client *Client }
+
+// AccountsService reads the authenticated account and its balances.
+type AccountsService service
+
+// TransfersService creates, reads and lists payments.
+type TransfersService service
+
+// AgentsService manages agent accounts, their spend policies and the
+// payments held for the owner's decision.
+type AgentsService service
+
+// WebhooksService manages webhook subscriptions and their deliveries.
+type WebhooksService service
+
+// Option configures a Client in NewClient.
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	baseURL    string
+	httpClient *http.Client
+	maxRetries int
+	timeout    time.Duration
+	timeoutSet bool
+	uaSuffix   string
+	logger     *slog.Logger
+}
+
+// WithBaseURL sets the service's address, such as a fakeserver's
+// "http://127.0.0.1:8080". It must be an absolute http or https URL.
+func WithBaseURL(u string) Option { return func(c *clientConfig) { c.baseURL = u } }
+
+// WithHTTPClient makes the client send its requests through hc, for a custom
+// transport, proxy or TLS configuration. hc's own Timeout bounds each
+// attempt unless WithTimeout is given too, which then applies to a copy of
+// hc. Retries are the client's own: hc should not retry by itself.
+func WithHTTPClient(hc *http.Client) Option { return func(c *clientConfig) { c.httpClient = hc } }
+
+// WithMaxRetries sets how many times a failed attempt is retried (default 2;
+// 0 disables retries).
+func WithMaxRetries(n int) Option { return func(c *clientConfig) { c.maxRetries = n } }
+
+// WithTimeout bounds each attempt, from sending the request to reading the
+// answer's body (default 30 s; 0 means no bound). A timed-out attempt is
+// retried. To bound a whole call, retries included, use a context deadline
+// or WithCallTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(c *clientConfig) { c.timeout, c.timeoutSet = d, true }
+}
+
+// WithUserAgent appends suffix (for example "myapp/1.2") to the User-Agent
+// header.
+func WithUserAgent(suffix string) Option { return func(c *clientConfig) { c.uaSuffix = suffix } }
+
+// WithLogger makes the client write one debug line per attempt (method,
+// path, status, attempt, request id, duration) to l. The key, bodies, query
+// strings and figures are never logged. The client is silent by default.
+func WithLogger(l *slog.Logger) Option { return func(c *clientConfig) { c.logger = l } }
+
+// NewClient returns a client acting with apiKey, which must start with
+// hc_test_ (test network) or hc_live_ (live network).
+func NewClient(apiKey string, opts ...Option) (*Client, error) {
+	if apiKey == "" {
+		return nil, errors.New("confpay: API key is empty")
+	}
+	network, ok := NetworkOfKey(apiKey)
+	if !ok {
+		return nil, errors.New("confpay: API key must start with " + KeyPrefixTest + " or " + KeyPrefixLive)
+	}
+	for i := len(KeyPrefixTest); i < len(apiKey); i++ { // both prefixes are 8 bytes
+		if !isAlnum(apiKey[i]) {
+			return nil, errors.New("confpay: API key may hold only A-Z, a-z and 0-9 after its prefix")
+		}
+	}
+
+	cfg := clientConfig{baseURL: DefaultBaseURL, maxRetries: DefaultMaxRetries, timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	u, err := url.Parse(cfg.baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("confpay: base URL must be an absolute http or https URL without query")
+	}
+	if cfg.maxRetries < 0 {
+		return nil, errors.New("confpay: max retries must be at least 0")
+	}
+	if cfg.timeout < 0 {
+		return nil, errors.New("confpay: timeout must be at least 0")
+	}
+	if !validHeaderValue(cfg.uaSuffix) {
+		return nil, errors.New("confpay: user agent suffix holds control characters")
+	}
+
+	hc := cfg.httpClient
+	switch {
+	case hc == nil:
+		hc = &http.Client{
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			Timeout:   cfg.timeout,
+			// The API never redirects; a redirect is answered as it is.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	case cfg.timeoutSet:
+		cp := *hc
+		cp.Timeout = cfg.timeout
+		hc = &cp
+	}
+
+	ua := "confpay-go/" + Version + " go/" + strings.TrimPrefix(runtime.Version(), "go")
+	if cfg.uaSuffix != "" {
+		ua += " " + cfg.uaSuffix
+	}
+	c := &Client{
+		network:    network,
+		baseURL:    strings.TrimRight(u.String(), "/"),
+		auth:       []string{"Bearer " + apiKey},
+		userAgent:  []string{ua},
+		httpClient: hc,
+		maxRetries: cfg.maxRetries,
+		logger:     cfg.logger,
+		wait:       retryWait,
+	}
+	c.Accounts = &AccountsService{client: c}
+	c.Transfers = &TransfersService{client: c}
+	c.Agents = &AgentsService{client: c}
+	c.Webhooks = &WebhooksService{client: c}
+	return c, nil
+}
+
+// Network returns the network the client's key acts on.
+func (c *Client) Network() Network { return c.network }
+
+// ChainID returns the chain id of the client's network: 46630 for test,
+// 4663 for live.
+func (c *Client) ChainID() uint64 { return c.network.ChainID() }
+
+// BaseURL returns the address the client sends its requests to.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// String describes the client without its key.
+func (c Client) String() string {
+	return "confpay.Client(network=" + string(c.network) + ", base=" + c.baseURL + ")"
+}
+
+// GoString describes the client without its key.
+func (c Client) GoString() string { return c.String() }
+
+// Format describes the client without its key, for every verb.
+func (c Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
+
+// Bool returns a pointer to v, for optional fields such as
+// TransferCreateParams.Confidential.
+func Bool(v bool) *bool { return &v }
+
+// Ptr returns a pointer to v, for optional fields such as
+// SpendPolicyParams.ActiveHours or SpendPolicyParams.DailyLimitUSDG.
+func Ptr[T any](v T) *T { return &v }
+
+// CallOption adjusts one call: its idempotency key, timeout or headers, or
+// asks for the answer's metadata.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	idemKey string
+	timeout time.Duration
+	header  [][2]string
+	resp    *Response
+}
+
+// WithIdempotencyKey sends key as the call's Idempotency-Key (1 to 255
+// printable ASCII characters) instead of a generated one. Reusing a key
+// replays the first answer; it only applies to POST, PATCH and DELETE.
+func WithIdempotencyKey(key string) CallOption {
+	return func(c *callConfig) { c.idemKey = key }
+}
+
+// WithCallTimeout bounds the whole call, retries and waits included.
+func WithCallTimeout(d time.Duration) CallOption {
+	return func(c *callConfig) { c.timeout = d }
+}
+
+// WithHeader adds a header to the call. Headers the client sets itself
+// (Authorization, Content-Type, Idempotency-Key, User-Agent, ...) are
+// refused.
+func WithHeader(key, value string) CallOption {
+	return func(c *callConfig) { c.header = append(c.header, [2]string{key, value}) }
+}
+
+// WithResponse fills r with the metadata of the call's last answer, whether
+// the call succeeded or the service answered with an error.
+func WithResponse(r *Response) CallOption {
+	return func(c *callConfig) { c.resp = r }
+}
+
+// Response is the metadata of an answer, read with WithResponse.
+type Response struct {
+	StatusCode int
+	// RequestID is the answer's X-Request-Id; quote it in support requests.
+	RequestID string
+	Header    http.Header
+	// IdempotentReplayed is true when the service replayed the stored
+	// answer of an earlier call with the same idempotency key.
+	IdempotentReplayed bool
+	// Attempts is how many attempts the call made, retries included.
+	Attempts int
+}
+
+// reservedHeaders are set by the client and cannot be overridden.
+var reservedHeaders = map[string]bool{
+	"Authorization": true, "Content-Type": true, "Content-Length": true,
+	"Idempotency-Key": true, "User-Agent": true, "Host": true, "Accept": true,
+	"Transfer-Encoding": true, "Connection": true,
+}
+
+// hdrJSON is a shared header value; never modified.
+var hdrJSON = []string{"application/json"}
+
+// do is the one request path: every method goes through it. It builds the
+// request (auth, user agent, JSON body, idempotency key for POST, PATCH and
+// DELETE), sends it with retries, and decodes the answer into out or into an
+// *APIError. path must already be escaped; query is encoded, without "?".
+func (c *Client) do(ctx context.Context, method, path, query string, body, out any, opts []CallOption) error {
+	var cfg callConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	mutating := method != http.MethodGet && method != http.MethodHead
+	if cfg.idemKey != "" && !validIdempotencyKey(cfg.idemKey) {
+		return &ParamError{Param: "idempotency key", Problem: "must be 1 to 255 printable ASCII characters"}
+	}
+	for _, h := range cfg.header {
+		k := http.CanonicalHeaderKey(h[0])
+		if reservedHeaders[k] {
+			return &ParamError{Param: "header " + k, Problem: "is set by the client"}
+		}
+		if !validHeaderName(h[0]) || !validHeaderValue(h[1]) {
+			return &ParamError{Param: "header " + k, Problem: "has an invalid name or value"}
+		}
+	}
+	if ctx == nil {
+		return &ParamError{Param: "ctx", Problem: "is nil"}
+	}
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+	}
+
+	var raw []byte
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("confpay: %s %s: encoding the request: %w", method, path, err)
+		}
+		raw = b
+	}
+	target := c.baseURL + path
+	if query != "" {
+		target += "?" + query
+	}
+	var rawBody any // a nil []byte is not a nil interface
+	if raw != nil {
+		rawBody = raw
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, rawBody)
+	if err != nil {
+		return fmt.Errorf("confpay: %s %s: building the request failed", method, path)
+	}
+	for _, h := range cfg.header {
+		req.Header.Add(h[0], h[1])
+	}
+	req.Header["Authorization"] = c.auth
+	req.Header["User-Agent"] = c.userAgent
+	req.Header["Accept"] = hdrJSON
+	if raw != nil {
+		req.Header["Content-Type"] = hdrJSON
+	}
+	if mutating {
+		key := cfg.idemKey
+		if key == "" {
+			key = rand.Text()
+		}
+		req.Header["Idempotency-Key"] = []string{key}
+	}
+
+	st := &attempts{c: c, method: method, path: path}
+	st.rc = retryablehttp.Client{
+		HTTPClient:   c.httpClient,
+		RetryMax:     c.maxRetries,
+		CheckRetry:   st.check,
+		Backoff:      st.backoff,
+		ErrorHandler: st.giveUp,
+	}
+	if c.logger != nil {
+		st.rc.RequestLogHook = st.before
+	}
+	resp, err := st.rc.Do(req)
+	if err != nil {
+		return &TransportError{Method: method, Path: path, Attempts: st.n, Err: cleanCause(err)}
+	}
+	defer closeBody(resp.Body)
+
+	if cfg.resp != nil {
+		*cfg.resp = Response{
+			StatusCode:         resp.StatusCode,
+			RequestID:          resp.Header.Get("X-Request-Id"),
+			Header:             resp.Header,
+			IdempotentReplayed: resp.Header.Get("Idempotent-Replayed") == "true",
+			Attempts:           st.n,
+		}
+	}
+
+	data, err := readBody(resp)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return newAPIError(resp, data) // with what could be read
+	}
+	if errors.Is(err, errBodyTooLarge) {
+		return fmt.Errorf("confpay: %s %s: %w", method, path, err)
+	}
+	if err != nil {
+		return &TransportError{Method: method, Path: path, Attempts: st.n, Err: cleanCause(err)}
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("confpay: %s %s: decoding the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// attempts is the state of one call across its attempts. Its methods are
+// the retryablehttp hooks, so that they see the call's own context.
+type attempts struct {
+	rc     retryablehttp.Client
+	c      *Client
+	method string
+	path   string
+	n      int           // attempts made so far
+	wait   time.Duration // the backoff chosen by check for the next retry
+	start  time.Time     // start of the current attempt (only when logging)
+}
+
+func (a *attempts) before(_ retryablehttp.Logger, _ *http.Request, _ int) {
+	a.start = time.Now()
+}
+
+// check is the retry policy. It runs after every attempt.
+func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	a.n++
+	if a.c.logger != nil {
+		a.log(ctx, resp, err)
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if !retryable(resp, err) || a.n > a.c.maxRetries {
+		return false, nil
+	}
+	wait := a.c.wait(a.n-1, resp)
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+		return false, nil // the wait would outlast the call: answer now
+	}
+	a.wait = wait
+	return true, nil
+}
+
+func (a *attempts) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
+	return a.wait
+}
+
+// giveUp runs when the last attempt failed. A received answer is passed on
+// so that it becomes a typed *APIError; otherwise the cause is.
+func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response, error) {
+	if resp != nil && err == nil {
+		return resp, nil
+	}
+	if resp != nil {
+		closeBody(resp.Body)
+	}
+	if err == nil {
+		err = errors.New("no answer")
+	}
+	return nil, err
+}
+
+func (a *attempts) log(ctx context.Context, resp *http.Response, err error) {
+	attrs := []slog.Attr{
+		slog.String("method", a.method),
+		slog.String("path", a.path),
+		slog.Int("attempt", a.n),
+		slog.Duration("duration", time.Since(a.start)),
+	}
+	if resp != nil {
+		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.String("request_id", resp.Header.Get("X-Request-Id")))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", cleanCause(err).Error()))
+	}
+	a.c.logger.LogAttrs(ctx, slog.LevelDebug, "confpay: request", attrs...)
+}
+
+// retryable reports whether an attempt's outcome is worth another try:
+// connection errors (not certificate failures), 408, 429, 500, 502, 503,
+// 504, and 409 idempotency_key_in_use.
+func retryable(resp *http.Response, err error) bool {
+	if err != nil {
+		var cert *tls.CertificateVerificationError
+		return !errors.As(err, &cert)
+	}
+	switch resp.StatusCode {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case http.StatusConflict:
+		// Peek at the code, and put the body back for the caller.
+		data, rerr := readBody(resp)
+		closeBody(resp.Body)
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		if rerr != nil {
+			return false
+		}
+		var eb ErrorBody
+		return json.Unmarshal(data, &eb) == nil && eb.Code == CodeIdempotencyKeyInUse
+	}
+	return false
+}
+
+// retryWait is the default backoff before retry n (from 0): the answer's
+// Retry-After when it has one (clamped to 30 s), else 0.5 s·2^n with ±25 %
+// jitter, capped at 8 s.
+func retryWait(n int, resp *http.Response) time.Duration {
+	if resp != nil {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return d
+		}
+	}
+	return backoffDelay(n, randN)
+}
+
+// randN returns a uniform random duration in [0, n).
+func randN(n time.Duration) time.Duration {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return time.Duration(v % uint64(n))
+}
+
+// backoffDelay is 0.5 s·2^n ±25 %, capped at 8 s; random(n) must return a
+// duration in [0, n).
+func backoffDelay(n int, random func(time.Duration) time.Duration) time.Duration {
+	base := maxBackoff
+	if n < 5 {
+		base = baseBackoff << n
+	}
+	d := base - base/4 + random(base/2+1)
+	return min(d, maxBackoff)
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date. The
+// result is clamped to [0, 30 s].
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if isDigits(v) {
+		v = strings.TrimLeft(v, "0")
+		if len(v) > 5 { // more than a day: clamp
+			return maxRetryAfter, true
+		}
+		secs := 0
+		for i := 0; i < len(v); i++ {
+			secs = secs*10 + int(v[i]-'0')
+		}
+		d = time.Duration(secs) * time.Second
+	} else {
+		t, err := http.ParseTime(v)
+		if err != nil {
+			return 0, false
+		}
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter), true
+}
+
+// newAPIError builds the error for a non-2xx answer from its body.
+func newAPIError(resp *http.Response, body []byte) *APIError {
+	e := &APIError{
+		StatusCode: resp.StatusCode,
+		RequestID:  resp.Header.Get("X-Request-Id"),
+		Body:       body,
+		Response:   resp,
+	}
+	var eb ErrorBody
+	if json.Unmarshal(body, &eb) == nil {
+		e.Code, e.Message, e.Param, e.Rule, e.Reason = eb.Code, eb.Message, eb.Param, eb.Rule, eb.Reason
+		if e.RequestID == "" {
+			e.RequestID = eb.RequestID
+		}
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return e
+}
+
+var errBodyTooLarge = errors.New("answer body exceeds 1 MiB")
+
+// readBody reads at most 1 MiB of an answer's body. Past that it returns
+// the first 1 MiB and errBodyTooLarge.
+func readBody(resp *http.Response) ([]byte, error) {
+	size := resp.ContentLength
+	if size < 0 || size > maxBody {
+		size = 512
+	}
+	lr := io.LimitedReader{R: resp.Body, N: maxBody + 1}
+	b := make([]byte, 0, size+1) // +1: EOF is seen without growing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	if len(b) > maxBody {
+		return b[:maxBody], errBodyTooLarge
+	}
+	return b, nil
+}
+
+// closeBody drains a little of what is left (so the connection can be
+// reused) and closes the body.
+func closeBody(b io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, 4<<10))
+	_ = b.Close()
+}
+
+// cleanCause strips the URL (and so any query) from a transport error,
+// keeping the underlying cause.
+func cleanCause(err error) error {
+	for {
+		ue, ok := err.(*url.Error)
+		if !ok || ue.Err == nil {
+			return err
+		}
+		err = ue.Err
+	}
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// pathID escapes an id for use as one path segment, refusing an empty one.
+func pathID(param, id string) (string, error) {
+	if id == "" {
+		return "", &ParamError{Param: param, Problem: "is empty"}
+	}
+	if id == "." || id == ".." {
+		return "", &ParamError{Param: param, Problem: "is not a valid id"}
+	}
+	return url.PathEscape(id), nil
+}
