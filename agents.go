@@ -60,7 +60,8 @@ type SpendPolicy struct {
 
 // SpendPolicyParams sets spend-policy fields, on agent creation or in a
 // PATCH. Only the fields set are sent, so "not sent" and "set to zero"
-// differ: a nil pointer or nil slice is not sent.
+// differ: a nil pointer or nil slice is not sent. AnyRecipient with
+// AllowedRecipients, or NoHITLThreshold with HITLThresholdUSDG, is refused.
 type SpendPolicyParams struct {
 	DailyLimitUSDG          *Limit
 	PerTransactionLimitUSDG *Limit
@@ -75,6 +76,18 @@ type SpendPolicyParams struct {
 	// NoHITLThreshold sends hitl_threshold_usdg as null: nothing is held
 	// for approval any more (PATCH only).
 	NoHITLThreshold bool
+}
+
+// check refuses fields set in two contradicting ways; prefix is the
+// field's path on the wire ("spend_policy." on agent creation).
+func (p *SpendPolicyParams) check(prefix string) error {
+	switch {
+	case p.AnyRecipient && p.AllowedRecipients != nil:
+		return &ParamError{Param: prefix + "allowed_recipients", Problem: "is set together with AnyRecipient, which removes it"}
+	case p.NoHITLThreshold && p.HITLThresholdUSDG != nil:
+		return &ParamError{Param: prefix + "hitl_threshold_usdg", Problem: "is set together with NoHITLThreshold, which removes it"}
+	}
+	return nil
 }
 
 // MarshalJSON writes only the fields that are set.
@@ -173,6 +186,9 @@ func (s *AgentsService) Create(ctx context.Context, params *AgentCreateParams, o
 	case params.SpendPolicy.PerTransactionLimitUSDG == nil:
 		return nil, &ParamError{Param: "spend_policy.per_transaction_limit_usdg", Problem: "is required"}
 	}
+	if err := params.SpendPolicy.check("spend_policy."); err != nil {
+		return nil, err
+	}
 	var a Agent
 	if err := s.client.do(ctx, http.MethodPost, "/v1/accounts/me/agents", "", params, &a, opts); err != nil {
 		return nil, err
@@ -204,6 +220,9 @@ func (s *AgentsService) UpdatePolicy(ctx context.Context, agentID string, params
 	}
 	if params == nil {
 		return nil, &ParamError{Param: "params", Problem: "is nil"}
+	}
+	if err := params.check(""); err != nil {
+		return nil, err
 	}
 	var p SpendPolicy
 	if err := s.client.do(ctx, http.MethodPatch, "/v1/agents/"+id+"/spend-policy", "", params, &p, opts); err != nil {

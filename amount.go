@@ -99,6 +99,10 @@ func decimalFromUnits(u *big.Int, decimals int) decimal {
 	if u == nil || u.Sign() <= 0 {
 		return "0"
 	}
+	if decimals < 0 { // a unit worth 10^-decimals: scale up, no fraction
+		u = new(big.Int).Mul(u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-decimals)), nil))
+		decimals = 0
+	}
 	s := u.String()
 	if decimals == 0 {
 		return decimal(s)
@@ -166,7 +170,8 @@ func MustParseAmount(s string) Amount {
 }
 
 // AmountFromUnits converts an integer count of an asset's smallest unit (for
-// example micro-USDG with decimals 6) to an Amount. Negative counts give zero.
+// example micro-USDG with decimals 6) to an Amount. Negative counts give zero;
+// negative decimals scale the count up (units of 10^-decimals).
 func AmountFromUnits(units *big.Int, decimals int) Amount {
 	return Amount{decimalFromUnits(units, decimals)}
 }

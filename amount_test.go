@@ -87,6 +87,11 @@ func TestAmountMethods(t *testing.T) {
 	if got := AmountFromUnits(big.NewInt(7), 0); got.String() != "7" {
 		t.Errorf("AmountFromUnits(7, 0) = %q", got)
 	}
+	// Negative decimals used to panic (slice out of range).
+	units := big.NewInt(7)
+	if got := AmountFromUnits(units, -2); got.String() != "700" || units.Int64() != 7 {
+		t.Errorf("AmountFromUnits(7, -2) = %q (units now %v), want 700 and units untouched", got, units)
+	}
 }
 
 func TestAmountJSON(t *testing.T) {

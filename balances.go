@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"strings"
@@ -71,6 +72,11 @@ func (p BalancesParams) GoString() string { return p.String() }
 // Format hides the proof for every verb.
 func (p BalancesParams) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
 
+// LogValue hides the proof from log/slog, whose JSON handler would
+// otherwise encode the field. (JSON encoding proper writes the proof: it is
+// the request body.)
+func (p BalancesParams) LogValue() slog.Value { return slog.StringValue(p.String()) }
+
 // maxProofAssets is how many balances one decryption proof can cover.
 const maxProofAssets = 16
 
@@ -79,8 +85,9 @@ const maxProofAssets = 16
 // address and encryption key (Accounts.Me) and its current ciphertexts
 // (Balances without proof), opens them locally, builds a decryption proof
 // over every entry and sends it; the service answers the figures, which must
-// match the local ones. When a balance changes in between (422, reason
-// stale) it starts over once.
+// match the local ones, and cover every asset proved. When a balance
+// changes in between (422, reason stale) it starts over once.
+// WithCallTimeout bounds the whole flow, all its requests together.
 //
 // The key never leaves the process; the proof goes in the body of the
 // request, never in its URL, and never into a log or an error. Balances
@@ -89,6 +96,19 @@ const maxProofAssets = 16
 func (s *AccountsService) ReadBalances(ctx context.Context, key *decrypt.PrivateKey, opts ...CallOption) ([]*Balance, error) {
 	if key == nil {
 		return nil, &ParamError{Param: "key", Problem: "is nil"}
+	}
+	if ctx == nil {
+		return nil, &ParamError{Param: "ctx", Problem: "is nil"}
+	}
+	// WithCallTimeout bounds the whole flow, not each of its requests.
+	var cfg callConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
 	}
 	me, err := s.Me(ctx, opts...)
 	if err != nil {
@@ -146,7 +166,11 @@ func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.Pri
 	for i, c := range cts {
 		local[c.Asset] = amounts[i]
 	}
+	answered := make(map[string]bool, len(cts))
 	for _, b := range bals {
+		if b == nil {
+			continue
+		}
 		want, proved := local[b.Asset]
 		if !proved {
 			continue
@@ -154,11 +178,18 @@ func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.Pri
 		if b.Amount == nil {
 			return nil, fmt.Errorf("confpay: reading balances: the service gave no figure for %s", b.Asset)
 		}
+		answered[b.Asset] = true
 		if dec, ok := AssetDecimals(b.Asset); ok {
 			got, err := b.Amount.Units(dec)
 			if err != nil || got.Cmp(want) != 0 {
 				return nil, fmt.Errorf("confpay: reading balances: the service's figure for %s differs from the local decryption", b.Asset)
 			}
+		}
+	}
+	for _, c := range cts {
+		if !answered[c.Asset] {
+			// A missing entry would read as "nothing held".
+			return nil, fmt.Errorf("confpay: reading balances: the service gave no figure for %s", c.Asset)
 		}
 	}
 	return bals, nil

@@ -95,7 +95,8 @@ type clientConfig struct {
 }
 
 // WithBaseURL sets the service's address, such as a fakeserver's
-// "http://127.0.0.1:8080". It must be an absolute http or https URL.
+// "http://127.0.0.1:8080". It must be an absolute http or https URL without
+// query, fragment or user info.
 func WithBaseURL(u string) Option { return func(c *clientConfig) { c.baseURL = u } }
 
 // WithHTTPClient makes the client send its requests through hc, for a custom
@@ -148,6 +149,11 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(cfg.baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, errors.New("confpay: base URL must be an absolute http or https URL without query")
+	}
+	if u.User != nil {
+		// The key is the only credential; a user:password would be printed
+		// by String and BaseURL.
+		return nil, errors.New("confpay: base URL must not carry user info (credentials)")
 	}
 	if cfg.maxRetries < 0 {
 		return nil, errors.New("confpay: max retries must be at least 0")

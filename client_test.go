@@ -63,13 +63,17 @@ func TestNewClientOptions(t *testing.T) {
 		{"relative base", WithBaseURL("/v1"), "base URL"},
 		{"ftp base", WithBaseURL("ftp://example.com"), "base URL"},
 		{"base with query", WithBaseURL("https://example.com/?a=b"), "base URL"},
+		{"base with credentials", WithBaseURL("https://user:hunter2@example.com"), "base URL"},
 		{"negative retries", WithMaxRetries(-1), "max retries"},
 		{"negative timeout", WithTimeout(-time.Second), "timeout"},
 		{"bad user agent", WithUserAgent("app\r\nX-Evil: 1"), "user agent"},
 	} {
-		_, err := NewClient(testKey, tc.opt)
+		c, err := NewClient(testKey, tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+			t.Errorf("%s: error %v, want %q (client %v)", tc.name, err, tc.wantErr, c)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error %q echoes the password", tc.name, err)
 		}
 	}
 	c, err := NewClient(testKey, WithBaseURL("http://127.0.0.1:8080/api/"))
@@ -98,11 +102,29 @@ func TestClientNeverPrintsKey(t *testing.T) {
 		}
 	}
 	p := BalancesParams{DecryptionProof: "AQEABFVTREcAAAAAAAAAAwJ5vmZ-"}
-	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%+v %#v %s", p, &p, p)} {
+	for _, s := range []string{fmt.Sprint(p), fmt.Sprintf("%+v %#v %s", p, &p, p), slogLine(p), slogLine(&p)} {
 		if strings.Contains(s, "AQEAB") {
 			t.Errorf("printed params %q show the proof", s)
 		}
 	}
+	wh := Webhook{WebhookID: "wh_1", URL: "https://x.example/hook", Secret: "whsec_4eC39HqLyjWDarjtT1zdp7dcAbCdEfGh"}
+	for _, s := range []string{fmt.Sprint(wh), fmt.Sprintf("%+v %#v", wh, &wh), slogLine(wh), slogLine(&wh), slogLine(wh.Secret)} {
+		if strings.Contains(s, "4eC39Hq") || !strings.Contains(s, "REDACTED") {
+			t.Errorf("printed webhook %q shows the secret", s)
+		}
+	}
+	if s := slogLine(&wh); !strings.Contains(s, "wh_1") || !strings.Contains(s, "https://x.example/hook") {
+		t.Errorf("logged webhook %q lacks its id or URL", s)
+	}
+}
+
+// slogLine logs v through slog's JSON and text handlers and returns what
+// they wrote.
+func slogLine(v any) string {
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("v", "v", v)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("v", "v", v)
+	return buf.String()
 }
 
 func TestUserAgentAndHTTPClient(t *testing.T) {
@@ -262,6 +284,19 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"agentID", func() error { _, err := c.Agents.GetPolicy(ctx, ""); return err }()},
 		{"agentID", func() error { _, err := c.Agents.UpdatePolicy(ctx, "", &SpendPolicyParams{}); return err }()},
 		{"params", func() error { _, err := c.Agents.UpdatePolicy(ctx, "acct_1", nil); return err }()},
+		{"allowed_recipients", func() error {
+			_, err := c.Agents.UpdatePolicy(ctx, "acct_1", &SpendPolicyParams{AnyRecipient: true, AllowedRecipients: []string{"@bob"}})
+			return err
+		}()},
+		{"hitl_threshold_usdg", func() error {
+			_, err := c.Agents.UpdatePolicy(ctx, "acct_1", &SpendPolicyParams{NoHITLThreshold: true, HITLThresholdUSDG: limit})
+			return err
+		}()},
+		{"spend_policy.allowed_recipients", func() error {
+			_, err := c.Agents.Create(ctx, &AgentCreateParams{Name: "bot", SpendPolicy: SpendPolicyParams{
+				DailyLimitUSDG: limit, PerTransactionLimitUSDG: limit, AnyRecipient: true, AllowedRecipients: []string{}}})
+			return err
+		}()},
 		{"transactionID", func() error { _, err := c.Agents.Approve(ctx, ""); return err }()},
 		{"transactionID", func() error { _, err := c.Agents.Reject(ctx, ""); return err }()},
 		{"params", func() error { _, err := c.Webhooks.Create(ctx, nil); return err }()},

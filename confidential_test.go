@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/ethereum/go-ethereum/common"
@@ -36,6 +37,7 @@ type ledgerFake struct {
 	bals  []*fakeBalance
 	stale int  // answer this many proofs with 422 stale, changing USDG first
 	lie   bool // answer a figure one unit off
+	omit  bool // leave the first proved asset out of the answer
 	rec   recorder
 }
 
@@ -116,6 +118,9 @@ func (f *ledgerFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			writeJSON(w, 422, []byte(`{"code":"decryption_proof_invalid","reason":"verification_failed"}`))
 			return
+		}
+		if f.omit {
+			figures = figures[1:]
 		}
 		for _, fig := range figures {
 			dec, _ := AssetDecimals(fig.Asset)
@@ -236,6 +241,12 @@ func TestReadBalancesRefusals(t *testing.T) {
 	}
 	f.lie = false
 
+	f.omit = true // the answer leaves USDG out: it must not read as "nothing held"
+	if bals, err := c.Accounts.ReadBalances(ctx, key); err == nil || !strings.Contains(err.Error(), "no figure for USDG") {
+		t.Errorf("service omitting a proved asset: %v, %v", figures(bals), err)
+	}
+	f.omit = false
+
 	f.me.EncryptionKey = ""
 	if _, err := c.Accounts.ReadBalances(ctx, key); err == nil || !strings.Contains(err.Error(), "no encryption key") {
 		t.Errorf("account without key: %v", err)
@@ -331,3 +342,38 @@ func TestOpenNotes(t *testing.T) {
 		t.Error("nil note accepted")
 	}
 }
+
+// TestReadBalancesCallTimeout checks that WithCallTimeout bounds the whole
+// flow: every request carries one deadline, not one per request.
+func TestReadBalancesCallTimeout(t *testing.T) {
+	key := mustKey(t)
+	f := newLedgerFake(t, key, map[string]string{AssetUSDG: "10"})
+	var mu sync.Mutex
+	var deadlines []time.Time
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		d, ok := r.Context().Deadline()
+		if !ok {
+			t.Error("request without a deadline")
+		}
+		mu.Lock()
+		deadlines = append(deadlines, d)
+		mu.Unlock()
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	c := newTestClient(t, f.ServeHTTP, WithHTTPClient(&http.Client{Transport: rt}))
+	if _, err := c.Accounts.ReadBalances(context.Background(), key, WithCallTimeout(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if len(deadlines) != 3 {
+		t.Fatalf("%d requests, want 3", len(deadlines))
+	}
+	for i, d := range deadlines {
+		if !d.Equal(deadlines[0]) {
+			t.Errorf("request %d deadline %v, want the flow's one deadline %v", i+1, d, deadlines[0])
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -143,9 +143,12 @@ var (
 	ErrInternal                      = &sentinel{CodeInternal}
 )
 
-// TransportError is returned when no HTTP answer was received at all: the
-// connection failed, was reset, or timed out, after every retry. It wraps
-// the cause, so errors.Is(err, context.DeadlineExceeded) works.
+// TransportError is returned when no complete HTTP answer was received: the
+// connection failed, was reset, or timed out, after every retry; the
+// context was cancelled or its deadline passed; or a 2xx answer's body
+// could not be read. A POST may still have taken effect: only a retry that
+// repeats a key given with WithIdempotencyKey is safe. It wraps the cause,
+// so errors.Is(err, context.DeadlineExceeded) works.
 type TransportError struct {
 	Method   string // HTTP method of the request
 	Path     string // URL path of the request (never the query or a key)

@@ -9,7 +9,9 @@ import (
 )
 
 // Secret is a webhook signing secret. It prints as REDACTED in fmt and slog
-// output; use Reveal to read it. JSON encoding writes the real value.
+// output; use Reveal to read it. JSON encoding writes the real value, so a
+// struct holding a Secret that is encoded as JSON (by slog's JSON handler,
+// say) shows it unless the struct redacts itself, as Webhook does.
 type Secret string
 
 // Reveal returns the secret itself.
@@ -42,6 +44,18 @@ type Webhook struct {
 	Events    []string  `json:"events"`
 	Secret    Secret    `json:"secret,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// LogValue keeps the secret out of log/slog output: slog's JSON handler
+// would otherwise encode the struct, secret included.
+func (w Webhook) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("webhook_id", w.WebhookID),
+		slog.String("url", w.URL),
+		slog.Any("events", w.Events),
+		slog.Any("secret", w.Secret),
+		slog.Time("created_at", w.CreatedAt),
+	)
 }
 
 // WebhookList is the answer of GET /v1/webhooks.

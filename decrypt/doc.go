@@ -28,7 +28,8 @@
 // multiplication with complete formulas in CGO_ENABLED=0 builds.
 //
 // Secrets never print: PrivateKey, Proof, Note and Figure redact themselves
-// in String, GoString and Format, and errors never carry key material, proof
+// in String, GoString and Format (and PrivateKey, Note and Figure in
+// LogValue, for log/slog), and errors never carry key material, proof
 // bytes or figures. Errors wrap one of the sentinels (ErrMalformed, ErrStale,
 // ErrVerification, ErrNotForThisKey, ErrCorruptCiphertext); test them with
 // errors.Is.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"unicode/utf8"
 )
@@ -20,8 +21,8 @@ type NoteContext struct {
 	Readers   []*PublicKey // in wrap order; 1 to 4, no duplicates
 }
 
-// Note is an opened note: a transfer's amount and memo. String, GoString
-// and Format redact both; read the fields explicitly.
+// Note is an opened note: a transfer's amount and memo. String, GoString,
+// Format and LogValue redact both; read the fields explicitly.
 type Note struct {
 	Amount *big.Int
 	Memo   string
@@ -37,6 +38,10 @@ func (n Note) GoString() string { return redactedNote }
 
 // Format prints "decrypt.Note(REDACTED)" for every verb.
 func (n Note) Format(f fmt.State, _ rune) { io.WriteString(f, redactedNote) }
+
+// LogValue keeps the amount and memo out of log/slog output, whose JSON
+// handler would otherwise encode the fields.
+func (n Note) LogValue() slog.Value { return slog.StringValue(redactedNote) }
 
 // SealNote seals amount (0 ≤ amount < 2^256) and memo (valid UTF-8, at most
 // 1024 bytes) so that each reader, and nobody else, can open them:

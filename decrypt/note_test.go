@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"strings"
 	"testing"
@@ -284,9 +285,19 @@ func TestNoteNeverPrints(t *testing.T) {
 		fmt.Sprintf("%v", struct{ N *Note }{n}),
 		fmt.Sprintf("%v %+v %#v", *n, *n, struct{ N Note }{*n}),
 		n.String(), n.GoString(),
+		slogLine(n), slogLine(*n),
 	} {
 		if strings.Contains(s, "987654321") || strings.Contains(s, "secret memo") || !strings.Contains(s, "REDACTED") {
 			t.Fatalf("note printed: %s", s)
 		}
 	}
+}
+
+// slogLine logs v through slog's JSON and text handlers and returns what
+// they wrote.
+func slogLine(v any) string {
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("v", "v", v)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("v", "v", v)
+	return buf.String()
 }

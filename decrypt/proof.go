@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -38,8 +39,8 @@ type ProofEntry struct {
 }
 
 // Figure is one opened balance: an asset and its amount in base units. It
-// is a plaintext figure, so String, GoString and Format redact the amount;
-// read Amount explicitly.
+// is a plaintext figure, so String, GoString, Format and LogValue redact the
+// amount; read Amount explicitly.
 type Figure struct {
 	Asset  string
 	Amount *big.Int
@@ -53,6 +54,10 @@ func (f Figure) GoString() string { return f.String() }
 
 // Format prints String for every verb.
 func (f Figure) Format(s fmt.State, _ rune) { io.WriteString(s, f.String()) }
+
+// LogValue keeps the amount out of log/slog output, whose JSON handler
+// would otherwise encode the fields.
+func (f Figure) LogValue() slog.Value { return slog.StringValue(f.String()) }
 
 // ParseProof parses a decryption proof strictly: suite byte 0x01, 1 to 16
 // entries, valid and distinct asset codes, 33-byte compressed points on the

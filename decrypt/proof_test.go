@@ -328,6 +328,7 @@ func TestProofNeverPrints(t *testing.T) {
 		fmt.Sprintf("%v %+v %#v", *p, *p, struct{ P Proof }{*p}),
 		fmt.Sprintf("%v %+v %#v %s %d", figures, figures, figures[0], figures[0], figures[0]),
 		figures[0].String(), figures[0].GoString(), p.String(), p.GoString(),
+		slogLine(figures[0]), slogLine(&figures[0]), slogLine(p),
 	} {
 		if strings.Contains(s, "1250000") || strings.Contains(s, "42") || strings.Contains(s, fmt.Sprintf("%x", proof[20:30])) {
 			t.Fatalf("secret printed: %s", s)

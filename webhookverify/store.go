@@ -65,11 +65,12 @@ const MinStoreTTL = 25 * time.Hour
 // TTL after Finish and then dropped, so memory stays bounded by the event
 // rate times the TTL. Claims in progress do not expire. It is safe for
 // concurrent use. Being in memory, it forgets everything on restart and is
-// not shared between replicas; use a shared store for that.
+// not shared between replicas; use a shared store for that. The zero value
+// is ready to use, with the TTL MinStoreTTL.
 type MemoryStore struct {
 	mu      sync.Mutex
-	ttl     time.Duration
-	now     func() time.Time
+	ttl     time.Duration    // 0 (the zero value) means MinStoreTTL
+	now     func() time.Time // nil means time.Now
 	entries map[string]memEntry
 	// expiry lists processed ids in the order they were finished. With a
 	// fixed TTL and a clock that does not run backwards, that is also the
@@ -110,14 +111,22 @@ func (s *MemoryStore) SetClock(now func() time.Time) {
 }
 
 // TTL returns how long processed ids are kept.
-func (s *MemoryStore) TTL() time.Duration { return s.ttl }
+func (s *MemoryStore) TTL() time.Duration { return max(s.ttl, MinStoreTTL) }
+
+// clockLocked returns the current time on the store's clock.
+func (s *MemoryStore) clockLocked() time.Time {
+	if s.now == nil {
+		return time.Now()
+	}
+	return s.now()
+}
 
 // Len returns the number of ids held, in progress or processed and not yet
 // expired.
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(s.now())
+	s.expireLocked(s.clockLocked())
 	return len(s.entries)
 }
 
@@ -125,12 +134,15 @@ func (s *MemoryStore) Len() int {
 func (s *MemoryStore) Claim(_ context.Context, eventID string) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked(s.now())
+	s.expireLocked(s.clockLocked())
 	if e, ok := s.entries[eventID]; ok {
 		if e.done {
 			return ClaimDone, nil
 		}
 		return ClaimBusy, nil
+	}
+	if s.entries == nil {
+		s.entries = make(map[string]memEntry)
 	}
 	s.entries[eventID] = memEntry{}
 	return ClaimNew, nil
@@ -140,7 +152,7 @@ func (s *MemoryStore) Claim(_ context.Context, eventID string) (Claim, error) {
 func (s *MemoryStore) Finish(_ context.Context, eventID string, ok bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clockLocked()
 	s.expireLocked(now)
 	if !ok {
 		if e, found := s.entries[eventID]; found && !e.done {
@@ -148,7 +160,10 @@ func (s *MemoryStore) Finish(_ context.Context, eventID string, ok bool) error {
 		}
 		return nil
 	}
-	exp := now.Add(s.ttl)
+	exp := now.Add(s.TTL())
+	if s.entries == nil {
+		s.entries = make(map[string]memEntry)
+	}
 	s.entries[eventID] = memEntry{done: true, expires: exp}
 	s.expiry = append(s.expiry, expiryItem{id: eventID, expires: exp})
 	return nil

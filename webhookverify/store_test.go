@@ -71,6 +71,27 @@ func TestMemoryStoreClaimFinish(t *testing.T) {
 	mustClaim(t, s, "evt_1", ClaimDone)
 }
 
+// TestMemoryStoreZeroValue checks that a MemoryStore used without
+// NewMemoryStore works (it used to panic on its nil map).
+func TestMemoryStoreZeroValue(t *testing.T) {
+	var s MemoryStore
+	ctx := context.Background()
+	if s.TTL() != MinStoreTTL || s.Len() != 0 {
+		t.Fatalf("zero store: TTL %v, Len %d", s.TTL(), s.Len())
+	}
+	mustClaim(t, &s, "evt_1", ClaimNew)
+	mustClaim(t, &s, "evt_1", ClaimBusy)
+	if err := s.Finish(ctx, "evt_1", true); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, &s, "evt_1", ClaimDone)
+	var fresh MemoryStore // Finish before any Claim
+	if err := fresh.Finish(ctx, "evt_2", true); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, &fresh, "evt_2", ClaimDone)
+}
+
 func TestMemoryStoreTTL(t *testing.T) {
 	for _, tc := range []struct{ in, want time.Duration }{
 		{0, 25 * time.Hour},
