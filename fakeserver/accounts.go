@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -27,9 +28,11 @@ type account struct {
 	address   common.Address
 	kyc       confpay.KYCStatus
 	createdAt time.Time
+	seq       uint64 // creation order, server-wide
 	// encKey is the public encryption key; nil when the account has none
 	// (it is then not confidential-ready). An agent uses its owner's.
 	encKey  *decrypt.PublicKey
+	encHex  string   // encKey.Hex(), cached on first use (under s.mu)
 	domains []string // x402 payee domains registered to it
 
 	// Agents only.
@@ -51,6 +54,18 @@ func (a *account) encryptionKey() *decrypt.PublicKey {
 		return a.owner.encKey
 	}
 	return a.encKey
+}
+
+// encryptionKeyHex is encryptionKey().Hex(), cached; "" without a key.
+// s.mu must be held.
+func (a *account) encryptionKeyHex() string {
+	if a.owner != nil {
+		return a.owner.encryptionKeyHex()
+	}
+	if a.encHex == "" && a.encKey != nil {
+		a.encHex = a.encKey.Hex()
+	}
+	return a.encHex
 }
 
 // kycStatus is the account's status; agents follow their owner.
@@ -94,6 +109,7 @@ type apiKey struct {
 	revokedAt    *time.Time
 	requestCount int64
 	usdgMoved    *big.Int // micro-USDG sent with this key
+	seq          uint64   // issue order, server-wide
 }
 
 // KeyInfo describes an API key without the key itself.
@@ -273,6 +289,8 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 
 // addAccountLocked indexes a new account (person, business or agent).
 func (s *Server) addAccountLocked(a *account) {
+	s.accountSeq++
+	a.seq = s.accountSeq
 	s.accounts[a.id] = a
 	s.byHandle[strings.ToLower(a.handle)] = a
 	s.byAddr[strings.ToLower(a.address.Hex())] = a
@@ -335,6 +353,8 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 		id: newID("key_"), name: name, network: n, acct: a,
 		hash: sha256.Sum256([]byte(secret)), createdAt: s.clock.Now(), usdgMoved: new(big.Int),
 	}
+	s.keySeq++
+	k.seq = s.keySeq
 	s.keys[k.hash] = k
 	s.keysByID[k.id] = k
 	return NewKey{KeyID: k.id, APIKey: confpay.Secret(secret), Network: n, Name: name, CreatedAt: k.createdAt}
@@ -363,23 +383,18 @@ func (s *Server) Keys(accountRef string) ([]KeyInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []KeyInfo
+	var mine []*apiKey
 	for _, k := range s.keysByID {
 		if k.acct == a {
-			out = append(out, k.info())
+			mine = append(mine, k)
 		}
 	}
-	sortKeys(out)
+	sort.Slice(mine, func(i, j int) bool { return mine[i].seq < mine[j].seq })
+	out := make([]KeyInfo, 0, len(mine))
+	for _, k := range mine {
+		out = append(out, k.info())
+	}
 	return out, nil
-}
-
-func sortKeys(ks []KeyInfo) {
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && (ks[j].CreatedAt.Before(ks[j-1].CreatedAt) ||
-			ks[j].CreatedAt.Equal(ks[j-1].CreatedAt) && ks[j].KeyID < ks[j-1].KeyID); j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
 }
 
 // SetKYC changes an account's KYC status.

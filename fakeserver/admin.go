@@ -1,8 +1,518 @@
 package fakeserver
 
-// STUB: owned by the core engineer, who extends this file.
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+)
+
+// The admin interface: the dashboard's jobs (accounts, keys, funding,
+// domains) and the test controls (books, clock, settlement, faults, reset)
+// over HTTP under /_fake, for tests in any language and for curl against
+// the binary. It takes no bearer key: the binary listens on loopback.
+// Every route is the HTTP face of a method of the direct state API.
 
 // adminRoutes is the /_fake admin interface (no bearer key).
 func (s *Server) adminRoutes() map[string][]route {
-	return map[string][]route{}
+	return map[string][]route{
+		"/_fake/accounts":                     {{"GET", false, s.adminListAccounts}, {"POST", false, s.adminCreateAccount}},
+		"/_fake/accounts/{account}":           {{"GET", false, s.adminGetAccount}, {"PATCH", false, s.adminPatchAccount}},
+		"/_fake/accounts/{account}/keys":      {{"GET", false, s.adminListKeys}, {"POST", false, s.adminIssueKey}},
+		"/_fake/keys/{key_id}":                {{"DELETE", false, s.adminRevokeKey}},
+		"/_fake/fund":                         {{"POST", false, s.adminFund}},
+		"/_fake/domains":                      {{"POST", false, s.adminRegisterDomain}},
+		"/_fake/books/{account}":              {{"GET", false, s.adminBooks}},
+		"/_fake/transfers":                    {{"GET", false, s.adminListTransfers}},
+		"/_fake/transfers/{transfer_id}":      {{"GET", false, s.adminGetTransfer}},
+		"/_fake/transfers/{transfer_id}/fail": {{"POST", false, s.adminFailTransfer}},
+		"/_fake/clock":                        {{"GET", false, s.adminGetClock}, {"POST", false, s.adminSetClock}},
+		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
+		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
+		"/_fake/reset":                        {{"POST", false, s.adminReset}},
+	}
+}
+
+// ---- accounts ----
+
+// AccountView is an account as the admin interface shows it: the
+// account object of GET /v1/accounts/me, plus an agent's status and owner,
+// and the domains registered to it.
+type AccountView struct {
+	confpay.Account
+	// Status is an agent's status (active, paused, disabled); empty for
+	// other accounts.
+	Status confpay.AgentStatus `json:"status,omitempty"`
+	// OwnerID is an agent's owner.
+	OwnerID string   `json:"owner_id,omitempty"`
+	Domains []string `json:"domains,omitempty"`
+}
+
+func accountViewLocked(a *account) AccountView {
+	v := AccountView{Account: *a.view(), Status: a.agentStatus, Domains: append([]string(nil), a.domains...)}
+	if a.owner != nil {
+		v.OwnerID = a.owner.id
+	}
+	return v
+}
+
+// Account returns an account (an agent included) by id or handle.
+func (s *Server) Account(accountRef string) (AccountView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return AccountView{}, err
+	}
+	return accountViewLocked(a), nil
+}
+
+// Accounts returns every account, agents included, oldest first.
+func (s *Server) Accounts() []AccountView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accountsLocked()
+}
+
+func (s *Server) accountsLocked() []AccountView {
+	all := make([]*account, 0, len(s.accounts))
+	for _, a := range s.accounts {
+		all = append(all, a)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	out := make([]AccountView, 0, len(all))
+	for _, a := range all {
+		out = append(out, accountViewLocked(a))
+	}
+	return out
+}
+
+func (s *Server) adminListAccounts(c *call) (int, any, error) {
+	return http.StatusOK, map[string]any{"accounts": s.Accounts()}, nil
+}
+
+func (s *Server) adminCreateAccount(c *call) (int, any, error) {
+	var p AccountParams
+	if apiErr := decodeStrict(c.body, &p); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	info, err := s.CreateAccount(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, info, nil
+}
+
+func (s *Server) adminGetAccount(c *call) (int, any, error) {
+	v, err := s.Account(c.r.PathValue("account"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, v, nil
+}
+
+// accountPatch is the body of PATCH /_fake/accounts/{account}.
+type accountPatch struct {
+	KYCStatus *confpay.KYCStatus   `json:"kyc_status"`
+	Status    *confpay.AgentStatus `json:"status"`
+}
+
+func (s *Server) adminPatchAccount(c *call) (int, any, error) {
+	var p accountPatch
+	if apiErr := decodeStrict(c.body, &p); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ref := c.r.PathValue("account")
+	if p.KYCStatus == nil && p.Status == nil {
+		return 0, nil, errInvalid("body", "give kyc_status or status")
+	}
+	// Check both before changing either, so that a bad request changes
+	// nothing.
+	if p.KYCStatus != nil && !validKYC(*p.KYCStatus) {
+		return 0, nil, errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
+	}
+	if p.Status != nil {
+		switch *p.Status {
+		case confpay.AgentActive, confpay.AgentPaused, confpay.AgentDisabled:
+		default:
+			return 0, nil, errInvalid("status", "status must be active, paused or disabled")
+		}
+		v, err := s.Account(ref)
+		if err != nil {
+			return 0, nil, err
+		}
+		if v.Type != confpay.AccountAgent && v.OwnerID == "" {
+			return 0, nil, errInvalid("status", "only agents have a status")
+		}
+	}
+	if p.KYCStatus != nil {
+		if err := s.SetKYC(ref, *p.KYCStatus); err != nil {
+			return 0, nil, err
+		}
+	}
+	if p.Status != nil {
+		if err := s.SetAgentStatus(ref, *p.Status); err != nil {
+			return 0, nil, err
+		}
+	}
+	v, err := s.Account(ref)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, v, nil
+}
+
+// ---- keys ----
+
+// keyRequest is the body of POST /_fake/accounts/{account}/keys.
+type keyRequest struct {
+	Network confpay.Network `json:"network"`
+	Name    string          `json:"name"`
+}
+
+func (s *Server) adminIssueKey(c *call) (int, any, error) {
+	var req keyRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if req.Network == "" {
+		req.Network = confpay.NetworkTest
+	}
+	k, err := s.IssueKey(c.r.PathValue("account"), req.Network, req.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, k, nil
+}
+
+func (s *Server) adminListKeys(c *call) (int, any, error) {
+	ks, err := s.Keys(c.r.PathValue("account"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if ks == nil {
+		ks = []KeyInfo{}
+	}
+	return http.StatusOK, map[string]any{"keys": ks}, nil
+}
+
+func (s *Server) adminRevokeKey(c *call) (int, any, error) {
+	if err := s.RevokeKey(c.r.PathValue("key_id")); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+// ---- money ----
+
+// fundRequest is the body of POST /_fake/fund.
+type fundRequest struct {
+	Account string          `json:"account"`
+	Network confpay.Network `json:"network"`
+	Asset   string          `json:"asset"`
+	Amount  string          `json:"amount"`
+}
+
+func (s *Server) adminFund(c *call) (int, any, error) {
+	var req fundRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if req.Account == "" {
+		return 0, nil, errInvalid("account", "account is required")
+	}
+	if req.Network == "" {
+		req.Network = confpay.NetworkTest
+	}
+	if req.Asset == "" {
+		req.Asset = confpay.AssetUSDG
+	}
+	if req.Amount == "" {
+		return 0, nil, errInvalid("amount", "amount is required")
+	}
+	if err := s.Fund(req.Account, req.Network, req.Asset, req.Amount); err != nil {
+		return 0, nil, err
+	}
+	v, err := s.Account(req.Account)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"account_id": v.AccountID, "network": req.Network, "asset": req.Asset}, nil
+}
+
+// domainRequest is the body of POST /_fake/domains.
+type domainRequest struct {
+	Account string `json:"account"`
+	Domain  string `json:"domain"`
+}
+
+func (s *Server) adminRegisterDomain(c *call) (int, any, error) {
+	var req domainRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if req.Account == "" {
+		return 0, nil, errInvalid("account", "account is required")
+	}
+	if err := s.RegisterDomain(req.Account, req.Domain); err != nil {
+		return 0, nil, err
+	}
+	v, err := s.Account(req.Account)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"account_id": v.AccountID, "domain": req.Domain}, nil
+}
+
+// adminNetwork reads the network query parameter (default test).
+func adminNetwork(c *call) (confpay.Network, *apiError) {
+	n := confpay.Network(c.r.URL.Query().Get("network"))
+	if n == "" {
+		return confpay.NetworkTest, nil
+	}
+	if n != confpay.NetworkTest && n != confpay.NetworkLive {
+		return "", errInvalid("network", "network must be test or live")
+	}
+	return n, nil
+}
+
+func (s *Server) adminBooks(c *call) (int, any, error) {
+	n, apiErr := adminNetwork(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ref := c.r.PathValue("account")
+	books, err := s.Books(ref, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := s.Account(ref)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"account_id": v.AccountID, "handle": v.Handle, "network": n, "balances": books}, nil
+}
+
+func (s *Server) adminListTransfers(c *call) (int, any, error) {
+	n, apiErr := adminNetwork(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ref := c.r.URL.Query().Get("account")
+	if ref == "" {
+		return 0, nil, errInvalid("account", "the account query parameter is required")
+	}
+	ts, err := s.Transfers(ref, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"transfers": ts}, nil
+}
+
+func (s *Server) adminGetTransfer(c *call) (int, any, error) {
+	t, err := s.Transfer(c.r.PathValue("transfer_id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, t, nil
+}
+
+// failRequest is the optional body of POST /_fake/transfers/{id}/fail.
+type failRequest struct {
+	// AtConfirmation fails the transfer when its confirmation comes
+	// instead of now.
+	AtConfirmation bool `json:"at_confirmation"`
+}
+
+func (s *Server) adminFailTransfer(c *call) (int, any, error) {
+	var req failRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	id := c.r.PathValue("transfer_id")
+	var err error
+	if req.AtConfirmation {
+		err = s.FailTransferAtConfirmation(id)
+	} else {
+		err = s.FailTransfer(id)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := s.Transfer(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, t, nil
+}
+
+func (s *Server) adminSettle(c *call) (int, any, error) {
+	n := s.Settle()
+	s.Sync()
+	return http.StatusOK, map[string]any{"confirmed": n}, nil
+}
+
+// ---- clock ----
+
+// clockRequest is the body of POST /_fake/clock.
+type clockRequest struct {
+	Advance string `json:"advance"` // a Go duration such as "25h"
+	Set     string `json:"set"`     // RFC 3339
+}
+
+func (s *Server) adminGetClock(c *call) (int, any, error) {
+	return http.StatusOK, map[string]any{"now": s.Now(), "virtual": s.clock.Virtual()}, nil
+}
+
+func (s *Server) adminSetClock(c *call) (int, any, error) {
+	var req clockRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	var now time.Time
+	switch {
+	case req.Advance != "" && req.Set != "":
+		return 0, nil, errInvalid("advance", "give advance or set, not both")
+	case req.Advance != "":
+		d, err := time.ParseDuration(req.Advance)
+		if err != nil || d < 0 {
+			return 0, nil, errInvalid("advance", "advance must be a non-negative Go duration such as \"25h\" or \"1500ms\"")
+		}
+		now = s.Advance(d)
+	case req.Set != "":
+		t, err := time.Parse(time.RFC3339Nano, req.Set)
+		if err != nil {
+			return 0, nil, errInvalid("set", "set must be an RFC 3339 timestamp such as 2026-07-02T14:23:09Z")
+		}
+		now = s.Set(t)
+	default:
+		s.Sync()
+		now = s.Now()
+	}
+	return http.StatusOK, map[string]any{"now": now, "virtual": s.clock.Virtual()}, nil
+}
+
+// ---- faults ----
+
+// faultRequest is the body of POST /_fake/faults: a Fault with its delay
+// as a Go duration string.
+type faultRequest struct {
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Times      int    `json:"times"`
+	Action     string `json:"action"`
+	Status     int    `json:"status"`
+	Code       string `json:"code"`
+	RetryAfter *int   `json:"retry_after"`
+	Delay      string `json:"delay"`
+	TransferID string `json:"transfer_id"`
+}
+
+// faultView is a Fault on the wire.
+type faultView struct {
+	Fault
+	Delay string `json:"delay,omitempty"`
+}
+
+func (s *Server) adminAddFault(c *call) (int, any, error) {
+	var req faultRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	f := Fault{
+		Method: req.Method, Path: req.Path, Times: req.Times, Action: req.Action,
+		Status: req.Status, Code: req.Code, RetryAfter: req.RetryAfter, TransferID: req.TransferID,
+	}
+	if req.Delay != "" {
+		d, err := time.ParseDuration(req.Delay)
+		if err != nil {
+			return 0, nil, errInvalid("delay", "delay must be a Go duration such as \"2s\"")
+		}
+		f.Delay = d
+	}
+	id, err := s.AddFault(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"fault_id": id}, nil
+}
+
+func (s *Server) adminListFaults(c *call) (int, any, error) {
+	fs := s.Faults()
+	out := make([]faultView, 0, len(fs))
+	for _, f := range fs {
+		v := faultView{Fault: f}
+		if f.Delay > 0 {
+			v.Delay = f.Delay.String()
+		}
+		out = append(out, v)
+	}
+	return http.StatusOK, map[string]any{"faults": out}, nil
+}
+
+func (s *Server) adminClearFaults(c *call) (int, any, error) {
+	s.ClearFaults()
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *Server) adminReset(c *call) (int, any, error) {
+	s.Reset()
+	return http.StatusNoContent, nil, nil
+}
+
+// ---- snapshot ----
+
+// Snapshot is the server's whole domain state, in a deterministic order,
+// for comparisons in tests (with go-cmp): accounts, keys, domains, and per
+// network every balance, the asset supply and every transfer. Key usage
+// (LastUsedAt, RequestCount) changes with every request; ignore those
+// fields when comparing across requests. The idempotency cache of answers
+// is not part of it.
+type Snapshot struct {
+	Accounts []AccountView
+	Keys     []KeyInfo
+	Networks map[confpay.Network]NetworkSnapshot
+}
+
+// NetworkSnapshot is one network's part of a Snapshot.
+type NetworkSnapshot struct {
+	// Balances by account id, each sorted by asset.
+	Balances map[string][]BookEntry
+	// Supply is everything funded and not paid out, per asset.
+	Supply map[string]string
+	// Pending is how many transfers await confirmation.
+	Pending int
+	// Transfers by id.
+	Transfers map[string]TransferRecord
+}
+
+// Snapshot returns the server's state. See the type for what it holds.
+func (s *Server) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{Accounts: s.accountsLocked(), Networks: map[confpay.Network]NetworkSnapshot{}}
+	for _, k := range s.keysByID {
+		snap.Keys = append(snap.Keys, k.info())
+	}
+	sort.Slice(snap.Keys, func(i, j int) bool { return snap.Keys[i].KeyID < snap.Keys[j].KeyID })
+	for name, n := range s.nets {
+		ns := NetworkSnapshot{
+			Balances:  map[string][]BookEntry{},
+			Supply:    map[string]string{},
+			Pending:   len(n.transfers.pending),
+			Transfers: map[string]TransferRecord{},
+		}
+		for a := range n.ledger.books {
+			ns.Balances[a.id] = s.booksLocked(n, a)
+		}
+		for asset, sup := range n.ledger.supply {
+			ns.Supply[asset] = sup.String()
+		}
+		for id, t := range n.transfers.byID {
+			ns.Transfers[id] = recordLocked(n, t)
+		}
+		snap.Networks[name] = ns
+	}
+	return snap
 }

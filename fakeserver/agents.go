@@ -1,38 +1,84 @@
 package fakeserver
 
-import "net/http"
+import (
+	"cmp"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
 
-// STUB: owned by the agents/policy engineer, who replaces this file.
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
+	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/webhookverify"
+)
 
-// heldBook holds one network's agent payments awaiting a decision.
-type heldBook struct{}
+// Agents, agent payments and held payments.
+//
+// An agent is an account owned by a personal or business account. Its
+// identity and spend policy are shared by both networks; what it spends
+// (the rolling daily window) and what it has waiting for a decision (held
+// payments) are per network, in the network's heldBook.
+//
+// Limits are in USDG. A payment in another asset counts at the server's
+// reference rate (WithETHRate, default 3000 USDG per ETH), converted with
+// exact integer arithmetic and rounded UP to the next micro-USDG, so a
+// limit is never under-counted: 1 wei at 3000 USDG/ETH counts as 0.000001
+// USDG. The daily limit is a rolling 24-hour window over the agent's
+// pending and confirmed payments on the network; a failed transfer drops
+// out at once, and a payment made at T stops counting at exactly T+24h.
+//
+// Every agent payment goes through judgeLocked, which gathers the facts
+// and asks the one rule function (rules.Policy.Judge): the agent's own
+// payment (agentPayLocked) and the owner's approval of a held one
+// (handleApprove) alike. The check and the reservation that follows it happen in
+// one critical section under s.mu, so concurrent payments can never pass
+// the daily limit together.
+//
+// A held payment expires at its expires_at by a timer on the server's
+// clock (one heap entry per held payment, cancelled on decision), never by
+// scanning the held payments. A decision made at or after expires_at is
+// refused even if the timer has not run yet (a real clock's timer may
+// trail the request by a moment).
 
-func (b *heldBook) init() {}
+// heldBook holds one network's agent state: the payments held for a
+// decision and each agent's rolling spend window. Guarded by s.mu.
+type heldBook struct {
+	// byID holds payments awaiting a decision and expired ones (which
+	// answer 409 for ever after). A decided payment is removed: a second
+	// decision is 404.
+	byID map[string]*heldTx
+	// pending is each owner's payments awaiting a decision.
+	pending map[*account]map[string]*heldTx
+	// spend is each agent's rolling window.
+	spend map[*account]*spendWindow
+}
 
-// policy is an agent's spend policy.
-type policy struct{}
+func (b *heldBook) init() {
+	b.byID = map[string]*heldTx{}
+	b.pending = map[*account]map[string]*heldTx{}
+	b.spend = map[*account]*spendWindow{}
+}
 
-func (s *Server) handleListAgents(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
+// window returns the agent's spend window, creating it.
+func (b *heldBook) window(agent *account) *spendWindow {
+	w := b.spend[agent]
+	if w == nil {
+		w = &spendWindow{}
+		b.spend[agent] = w
+	}
+	return w
 }
-func (s *Server) handleCreateAgent(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleGetPolicy(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleListPending(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleApprove(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleReject(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
+
+// Held payment states.
+const (
+	heldPending  = confpay.DecisionPending
+	heldApproved = confpay.DecisionApproved
+	heldRejected = confpay.DecisionRejected
+	heldExpired  = "expired"
+)
 
 // heldTx is an agent payment held for the owner's decision.
 type heldTx struct {
@@ -43,10 +89,429 @@ type heldTx struct {
 	asset        string
 	confidential bool
 	transfer     *transfer // set once approved and submitted
+
+	key         *apiKey // the agent's key that asked; the approved payment counts on it
+	status      string  // heldPending, heldApproved, heldRejected or heldExpired
+	requestedAt time.Time
+	expiresAt   time.Time
+	decidedAt   *time.Time
+	timer       *Timer // the expiry; stopped on decision
+	note        string // base64url note sealed to the owner, made on first listing
+	noteReader  string // hex of the key the note is sealed to
+}
+
+// spendWindow is one agent's payments on one network over the last 24
+// hours, oldest first, for the daily limit. An entry refers to its
+// transfer, so a transfer that fails stops counting at once.
+type spendWindow struct {
+	entries []spendEntry
+}
+
+type spendEntry struct {
+	at     time.Time
+	amount int64 // micro-USDG equivalent, rounded up
+	t      *transfer
+}
+
+// total is the spend that counts at now: every pending or confirmed
+// payment made in (now-24h, now]. Entries that left the window are dropped
+// from the front. (After the clock is set backwards, entries from the
+// "future" keep counting until they age out: the limit is never
+// under-counted.)
+func (w *spendWindow) total(now time.Time) int64 {
+	cutoff := now.Add(-rules.Window)
+	drop := 0
+	for drop < len(w.entries) && !w.entries[drop].at.After(cutoff) {
+		drop++
+	}
+	if drop > 0 {
+		w.entries = slices.Delete(w.entries, 0, drop)
+	}
+	var sum int64
+	for i := range w.entries {
+		e := &w.entries[i]
+		if e.t != nil && e.t.status == confpay.StatusFailed {
+			continue
+		}
+		sum = rules.AddSpend(sum, e.amount)
+	}
+	return sum
+}
+
+// add records a submitted payment.
+func (w *spendWindow) add(at time.Time, amount int64, t *transfer) {
+	w.entries = append(w.entries, spendEntry{at: at, amount: amount, t: t})
+}
+
+// ---- the one judge ----
+
+// recipientOf names a payment's recipient for the policy: every name of
+// the account (handle, address, domains), or the bare address of an
+// external wallet.
+func recipientOf(p *payment) rules.Recipient {
+	if p.to == nil {
+		return rules.Recipient{Address: p.toAddr}
+	}
+	return rules.Recipient{Handle: p.to.handle, Address: p.to.address, Domains: p.to.domains}
+}
+
+// judgeLocked gathers the facts of an agent's payment on n and judges it
+// under the agent's policy in force now. It returns the outcome and the
+// payment's USDG equivalent in micro-USDG. mode is rules.Payment for the
+// agent paying and rules.Approval for the owner's approval re-check.
+func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Outcome, int64, *apiError) {
+	agent := p.from
+	if agent.policy == nil {
+		return 0, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "the agent has no spend policy")
+	}
+	amount, err := rules.Equivalent(p.asset, p.units, s.ethRateMicro())
+	if err != nil {
+		return 0, 0, errInvalid("asset", "asset must be USDG or ETH")
+	}
+	now := s.clock.Now()
+	f := rules.Facts{
+		Active: agent.agentStatus == confpay.AgentActive,
+		Asset:  p.asset,
+		Amount: amount,
+		To:     recipientOf(p),
+		Now:    now,
+		Spent:  n.held.window(agent).total(now),
+		Funded: s.availableLocked(n, agent, p.asset).Cmp(p.units) >= 0,
+	}
+	return agent.policy.rules.Judge(&f, mode), amount, nil
+}
+
+// refusal is the error answer of a refusing outcome.
+func refusal(o rules.Outcome) *apiError {
+	switch o {
+	case rules.NotActive:
+		return newError(http.StatusForbidden, confpay.CodeAgentNotActive, "the agent is not active")
+	case rules.InsufficientBalance:
+		return newError(http.StatusPaymentRequired, confpay.CodeInsufficientBalance, "the available balance does not cover the payment")
+	}
+	return newError(http.StatusForbidden, confpay.CodePolicyViolation, "the payment breaks the agent's spend policy: "+o.Rule()).withRule(o.Rule())
 }
 
 // agentPayLocked judges an agent's payment (the one place every rule is
-// enforced), then holds it, or submits it and records its spend.
+// enforced), then holds it, or submits it and records its spend. Exactly
+// one of the transfer and the held payment is set on success.
 func (s *Server) agentPayLocked(n *network, p *payment, k *apiKey) (*transfer, *heldTx, *apiError) {
-	return nil, nil, newError(http.StatusNotImplemented, "not_implemented", "stub")
+	o, amount, apiErr := s.judgeLocked(n, p, rules.Payment)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	switch o {
+	case rules.Submit:
+		t, apiErr := s.submitLocked(n, p, k)
+		if apiErr != nil {
+			return nil, nil, apiErr
+		}
+		n.held.window(p.from).add(s.clock.Now(), amount, t)
+		return t, nil, nil
+	case rules.Hold:
+		return nil, s.holdLocked(n, p, k), nil
+	}
+	return nil, nil, refusal(o)
+}
+
+// holdLocked records a payment for the owner's decision, schedules its
+// expiry and emits agent.transaction.pending_approval. Nothing is
+// reserved.
+func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
+	now := s.clock.Now()
+	h := &heldTx{
+		id:           newID("atx_"),
+		agent:        p.from,
+		p:            p,
+		toText:       p.toText,
+		asset:        p.asset,
+		confidential: p.confidential,
+		key:          k,
+		status:       heldPending,
+		requestedAt:  now,
+		expiresAt:    now.Add(s.opts.approvalWindow),
+	}
+	n.held.byID[h.id] = h
+	owner := h.agent.owner
+	if n.held.pending[owner] == nil {
+		n.held.pending[owner] = map[string]*heldTx{}
+	}
+	n.held.pending[owner][h.id] = h
+	h.timer = s.clock.At(h.expiresAt, func(time.Time) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.expireLocked(n, h)
+	})
+	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionPendingApproval, h)
+	return h
+}
+
+// expireLocked closes a held payment's window: it leaves the pending list
+// and every later decision answers 409. It does nothing to a payment that
+// is no longer awaiting a decision.
+func (s *Server) expireLocked(n *network, h *heldTx) {
+	if h.status != heldPending {
+		return
+	}
+	h.status = heldExpired
+	h.timer.Stop()
+	h.p = nil // the amount and memo are not needed any more
+	delete(n.held.pending[h.agent.owner], h.id)
+}
+
+// decidedLocked records a decision: the payment leaves the book, so a
+// second decision is 404.
+func (s *Server) decidedLocked(n *network, h *heldTx, status string) {
+	now := s.clock.Now()
+	h.status = status
+	h.decidedAt = &now
+	h.timer.Stop()
+	delete(n.held.byID, h.id)
+	delete(n.held.pending[h.agent.owner], h.id)
+}
+
+// heldCreateAnswer is the 202 body of POST /v1/transfers for a payment
+// held for approval.
+func heldCreateAnswer(h *heldTx) any {
+	requested, expires := h.requestedAt, h.expiresAt
+	return &confpay.Transfer{
+		TransactionID: h.id,
+		Status:        confpay.StatusPendingApproval,
+		To:            h.toText,
+		Asset:         h.asset,
+		Confidential:  h.confidential,
+		RequestedAt:   &requested,
+		ExpiresAt:     &expires,
+	}
+}
+
+// view renders a held payment: a pending item, or a decision's answer.
+func (h *heldTx) view() *confpay.AgentTransaction {
+	v := &confpay.AgentTransaction{
+		TransactionID: h.id,
+		Agent:         h.agent.handle,
+		To:            h.toText,
+		Asset:         h.asset,
+		Confidential:  h.confidential,
+		Status:        h.status,
+		RequestedAt:   h.requestedAt,
+		ExpiresAt:     h.expiresAt,
+		DecidedAt:     h.decidedAt,
+	}
+	if h.transfer != nil {
+		v.TransferID = h.transfer.id
+		v.TxHash = h.transfer.txHash
+	}
+	return v
+}
+
+// ---- POST /v1/accounts/me/agents ----
+
+func (s *Server) handleCreateAgent(c *call) (int, any, error) {
+	var body struct {
+		Name        string          `json:"name"`
+		SpendPolicy json.RawMessage `json:"spend_policy"`
+	}
+	if apiErr := decodeStrict(c.body, &body); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner := c.acct
+	if owner.isAgent() {
+		return 0, nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
+	}
+	if !owner.kycOK() {
+		return 0, nil, newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification must be complete to create an agent")
+	}
+	if !agentNameRE.MatchString(body.Name) {
+		return 0, nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
+	}
+	pr, err := rules.Parse(body.SpendPolicy)
+	if err != nil {
+		return 0, nil, policyError(err, "spend_policy.", "spend_policy")
+	}
+	handle := owner.handle + "/" + body.Name
+	if _, taken := s.byHandle[strings.ToLower(handle)]; taken {
+		return 0, nil, newError(http.StatusConflict, confpay.CodeAgentNameTaken, "the account already has an agent of that name").withParam("name")
+	}
+	now := s.clock.Now()
+	a := &account{
+		id:          newID("acct_"),
+		handle:      handle,
+		typ:         confpay.AccountAgent,
+		address:     newAddress(),
+		createdAt:   now,
+		owner:       owner,
+		agentName:   body.Name,
+		agentStatus: confpay.AgentActive,
+		policy:      &policy{id: newID("policy_"), rules: pr, updatedAt: now},
+	}
+	s.addAccountLocked(a)
+	owner.agents = append(owner.agents, a)
+	return http.StatusCreated, agentView(a), nil
+}
+
+// agentView renders an agent as the wire type.
+func agentView(a *account) *confpay.Agent {
+	return &confpay.Agent{
+		AccountID:     a.id,
+		Handle:        a.handle,
+		PublicKey:     a.address.Hex(),
+		Status:        a.agentStatus,
+		SpendPolicyID: a.spendPolicyID(),
+		CreatedAt:     a.createdAt,
+	}
+}
+
+// ---- GET /v1/accounts/me/agents ----
+
+func (s *Server) handleListAgents(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &confpay.AgentList{Agents: make([]*confpay.Agent, 0, len(c.acct.agents))}
+	for _, a := range c.acct.agents {
+		l.Agents = append(l.Agents, agentView(a))
+	}
+	return http.StatusOK, l, nil
+}
+
+// ---- GET /v1/agents/transactions/pending ----
+
+// sealJob is a note to seal outside the lock.
+type sealJob struct {
+	h      *heldTx
+	ctx    decrypt.NoteContext
+	amount *big.Int
+	memo   string
+}
+
+// handleListPending lists the caller's held payments on the key's network
+// that still await a decision, oldest first, each with the amount and memo
+// sealed to the owner. A note is sealed once, on the first listing, outside
+// the lock.
+func (s *Server) handleListPending(c *call) (int, any, error) {
+	s.mu.Lock()
+	items := make([]*heldTx, 0, len(c.net.held.pending[c.acct]))
+	for _, h := range c.net.held.pending[c.acct] {
+		items = append(items, h)
+	}
+	slices.SortFunc(items, func(a, b *heldTx) int {
+		return cmp.Or(a.requestedAt.Compare(b.requestedAt), strings.Compare(a.id, b.id))
+	})
+	var jobs []sealJob
+	if key := c.acct.encryptionKey(); key != nil {
+		for _, h := range items {
+			if h.note == "" {
+				jobs = append(jobs, sealJob{
+					h:      h,
+					ctx:    decrypt.NoteContext{ChainID: c.net.chainID, Reference: h.id, Readers: []*decrypt.PublicKey{key}},
+					amount: new(big.Int).Set(h.p.units),
+					memo:   h.p.memo,
+				})
+			}
+		}
+	}
+	s.mu.Unlock()
+
+	sealed := make([]string, len(jobs))
+	for i, j := range jobs {
+		note, err := decrypt.SealNote(nil, j.ctx, j.amount, j.memo)
+		if err != nil {
+			return 0, nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not seal a note")
+		}
+		sealed[i] = decrypt.EncodeBase64(note)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, j := range jobs {
+		if j.h.note == "" {
+			j.h.note, j.h.noteReader = sealed[i], j.ctx.Readers[0].Hex()
+		}
+	}
+	l := &confpay.PendingList{Pending: make([]*confpay.AgentTransaction, 0, len(items))}
+	now := s.clock.Now()
+	for _, h := range items {
+		if h.status != heldPending || !now.Before(h.expiresAt) {
+			continue // decided or expired while the notes were sealed
+		}
+		v := h.view()
+		if h.note != "" {
+			v.EncryptedNote, v.NoteReaders = h.note, []string{h.noteReader}
+		}
+		l.Pending = append(l.Pending, v)
+	}
+	return http.StatusOK, l, nil
+}
+
+// ---- POST /v1/agents/transactions/{transaction_id}/approve and /reject ----
+
+// decisionLocked finds the held payment a decision is about: 404
+// transaction_not_found when unknown (or already decided, or of the other
+// network), 403 not_agent_owner when the caller is not the agent's owner,
+// 409 transaction_expired once expires_at is reached.
+func (s *Server) decisionLocked(c *call) (*heldTx, *apiError) {
+	h, ok := c.net.held.byID[c.r.PathValue("transaction_id")]
+	if !ok {
+		return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held transaction with that id awaits a decision")
+	}
+	if h.agent.owner != c.acct {
+		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "only the agent's owner may decide its held payments")
+	}
+	if h.status == heldPending && !s.clock.Now().Before(h.expiresAt) {
+		s.expireLocked(c.net, h)
+	}
+	if h.status == heldExpired {
+		return nil, newError(http.StatusConflict, confpay.CodeTransactionExpired, "the approval window has closed")
+	}
+	return h, nil
+}
+
+// handleApprove re-checks the payment against the policy in force now
+// (asset, recipient, per-transaction limit, daily limit, balance; and the
+// owner's KYC status, as for any transfer) and submits it at once. A
+// failed check answers that check's error and the payment stays held.
+func (s *Server) handleApprove(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, apiErr := s.decisionLocked(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if !h.agent.kycOK() {
+		// No money moves for an account whose verification lapsed, not
+		// even by approval; the payment stays held.
+		return 0, nil, errKYC()
+	}
+	n := c.net
+	o, amount, apiErr := s.judgeLocked(n, h.p, rules.Approval)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if o != rules.Submit {
+		return 0, nil, refusal(o)
+	}
+	t, apiErr := s.submitLocked(n, h.p, h.key)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	n.held.window(h.agent).add(s.clock.Now(), amount, t)
+	h.transfer = t
+	s.decidedLocked(n, h, heldApproved)
+	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
+	return http.StatusOK, h.view(), nil
+}
+
+// handleReject discards a held payment: nothing moves.
+func (s *Server) handleReject(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, apiErr := s.decisionLocked(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	s.decidedLocked(c.net, h, heldRejected)
+	s.emitAgentTransactionLocked(c.net, webhookverify.KindAgentTransactionRejected, h)
+	return http.StatusOK, h.view(), nil
 }

@@ -132,7 +132,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	c.mu.Lock()
 	target := c.nowLocked().Add(d)
 	c.mu.Unlock()
-	return c.moveTo(target)
+	return c.moveTo(target, false)
 }
 
 // Set moves the clock to t (forward or backward), runs whatever is due and
@@ -140,7 +140,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 func (c *Clock) Set(t time.Time) time.Time {
 	c.run.Lock()
 	defer c.run.Unlock()
-	return c.moveTo(t.UTC())
+	return c.moveTo(t.UTC(), true)
 }
 
 // RunDue runs every timer due at the current time and waits for the work
@@ -151,16 +151,21 @@ func (c *Clock) RunDue() {
 	c.mu.Lock()
 	now := c.nowLocked()
 	c.mu.Unlock()
-	c.moveTo(now)
+	c.moveTo(now, false)
 }
 
-// moveTo steps through due timers up to target. c.run must be held.
-func (c *Clock) moveTo(target time.Time) time.Time {
+// moveTo steps through due timers up to target. c.run must be held. With
+// exact (Set) the clock ends at target even if that is in the past; else
+// it never moves back: a real clock that ran timers for a while has passed
+// target already and stays where the wall clock is.
+func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 	for {
 		c.WaitIdle()
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.queue[0].when.After(target) {
-			c.setLocked(target)
+			if exact || target.After(c.nowLocked()) {
+				c.setLocked(target)
+			}
 			now := c.nowLocked()
 			c.mu.Unlock()
 			if !c.virtual {

@@ -1,10 +1,158 @@
 package fakeserver
 
-// STUB: owned by the core engineer, who replaces this file.
+import (
+	"crypto/sha256"
+	"net/http"
+	"sync"
+	"time"
 
-// idempotencyStore keeps first answers by (account, network, key).
-type idempotencyStore struct{}
+	confpay "github.com/confpay/confpay-go"
+)
 
-func (st *idempotencyStore) reset() {}
+// idempotencyTTL is how long a first answer is kept for replay.
+const idempotencyTTL = 24 * time.Hour
 
-func (s *Server) serveIdempotent(c *call, rt *route) { s.finish(c, rt.h) }
+// idempotencyStore keeps first answers by (account, network, key), for
+// every POST, PATCH and DELETE that carries an Idempotency-Key:
+//
+//   - the same key with the same method, path and body replays the stored
+//     status and body, with Idempotent-Replayed: true;
+//   - the same key with another method, path or body is 422
+//     idempotency_key_reused;
+//   - the same key while the first request still runs is 409
+//     idempotency_key_in_use.
+//
+// Answers of 500 and above are not kept, so that a retry runs again.
+// Entries expire 24 hours (server time) after the first request. The store
+// has its own lock; it never holds it while a handler runs.
+type idempotencyStore struct {
+	mu      sync.Mutex
+	entries map[string]*idemEntry
+	order   []*idemEntry // oldest first, for expiry
+}
+
+type idemEntry struct {
+	scope    string
+	method   string
+	path     string
+	bodyHash [32]byte
+	created  time.Time
+
+	done   bool
+	status int
+	body   []byte
+}
+
+func (st *idempotencyStore) reset() {
+	st.mu.Lock()
+	st.entries = map[string]*idemEntry{}
+	st.order = nil
+	st.mu.Unlock()
+}
+
+// expireLocked drops entries older than the TTL. st.mu must be held.
+func (st *idempotencyStore) expireLocked(now time.Time) {
+	i := 0
+	for ; i < len(st.order); i++ {
+		e := st.order[i]
+		if now.Sub(e.created) < idempotencyTTL {
+			break
+		}
+		if st.entries[e.scope] == e {
+			delete(st.entries, e.scope)
+		}
+	}
+	if i > 0 {
+		st.order = append(st.order[:0:0], st.order[i:]...)
+	}
+}
+
+// validIdempotencyKey reports whether k is 1 to 255 printable ASCII
+// characters.
+func validIdempotencyKey(k string) bool {
+	if len(k) < 1 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// serveIdempotent runs a mutating call under its Idempotency-Key, if any.
+func (s *Server) serveIdempotent(c *call, rt *route) {
+	keys := c.r.Header.Values("Idempotency-Key")
+	if len(keys) == 0 {
+		s.finish(c, rt.h)
+		return
+	}
+	if len(keys) > 1 || !validIdempotencyKey(keys[0]) {
+		s.writeError(c, errInvalid("Idempotency-Key", "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"))
+		return
+	}
+	st := &s.idempotent
+	scope := c.acct.id + "\x00" + string(c.net.name) + "\x00" + keys[0]
+	target := c.r.URL.EscapedPath()
+	if c.r.URL.RawQuery != "" {
+		target += "?" + c.r.URL.RawQuery
+	}
+	sum := sha256.Sum256(c.body)
+	now := s.clock.Now()
+
+	st.mu.Lock()
+	st.expireLocked(now)
+	if e := st.entries[scope]; e != nil {
+		switch {
+		case e.method != c.r.Method || e.path != target || e.bodyHash != sum:
+			st.mu.Unlock()
+			s.writeError(c, newError(http.StatusUnprocessableEntity, confpay.CodeIdempotencyKeyReused,
+				"this Idempotency-Key was used with another method, path or body").withParam("Idempotency-Key"))
+		case !e.done:
+			st.mu.Unlock()
+			s.writeError(c, newError(http.StatusConflict, confpay.CodeIdempotencyKeyInUse,
+				"a request with this Idempotency-Key is still being processed").withParam("Idempotency-Key"))
+		default:
+			status, body := e.status, e.body
+			st.mu.Unlock()
+			c.header.Set("Idempotent-Replayed", "true")
+			s.writeRaw(c, status, body)
+		}
+		return
+	}
+	e := &idemEntry{scope: scope, method: c.r.Method, path: target, bodyHash: sum, created: now}
+	st.entries[scope] = e
+	st.order = append(st.order, e)
+	st.mu.Unlock()
+
+	kept := false
+	defer func() {
+		if !kept { // a 5xx or a panic: forget the key so that a retry runs
+			st.mu.Lock()
+			if st.entries[scope] == e {
+				delete(st.entries, scope)
+			}
+			st.mu.Unlock()
+		}
+	}()
+	var status int
+	var body []byte
+	code, v, err := s.run(c, rt.h)
+	if err != nil {
+		sc, eb := errorAnswer(c.reqID, err)
+		status, body = render(sc, eb)
+		if ae, ok := err.(*apiError); ok && ae.retryAfter != "" {
+			c.header.Set("Retry-After", ae.retryAfter)
+		}
+	} else {
+		status, body = render(code, v)
+	}
+	if status < 500 {
+		st.mu.Lock()
+		e.done, e.status, e.body = true, status, body
+		st.mu.Unlock()
+		kept = true
+	}
+	s.writeRaw(c, status, body)
+}

@@ -47,11 +47,20 @@ type Server struct {
 	keysByID map[string]*apiKey
 	nets     map[confpay.Network]*network
 
+	// transferSeq numbers transfers server-wide (transfer ids sort in
+	// creation order); it survives Reset.
+	transferSeq uint64
+	accountSeq  uint64 // numbers accounts in creation order
+	keySeq      uint64 // numbers API keys in issue order
+
 	faults     faultScript
 	idempotent idempotencyStore
 
 	handler http.Handler
 	hs      *httptest.Server // set by Start
+
+	closing   chan struct{} // closed by Close: held requests give up
+	closeOnce sync.Once
 }
 
 // network is the per-network half of the state: everything that moves or
@@ -126,7 +135,7 @@ func NewServer(opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Server{opts: o}
+	s := &Server{opts: o, closing: make(chan struct{})}
 	if o.realClock {
 		s.clock = newRealClock()
 	} else {
@@ -188,11 +197,14 @@ func (s *Server) Sync() { s.clock.RunDue() }
 
 // Close stops the server, its clock and its delivery workers.
 func (s *Server) Close() {
-	if s.hs != nil {
-		s.hs.Close()
-	}
-	s.clock.close()
-	s.stopDeliveries()
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		if s.hs != nil {
+			s.hs.Close()
+		}
+		s.clock.close()
+		s.stopDeliveries()
+	})
 }
 
 // Client returns an SDK client for apiKey wired to this started server.
@@ -211,6 +223,11 @@ func (s *Server) Reset() {
 }
 
 func (s *Server) resetLocked() {
+	for _, n := range s.nets { // the old transfers' confirmations must not fire
+		for t := range n.transfers.pending {
+			t.timer.Stop()
+		}
+	}
 	s.accounts = map[string]*account{}
 	s.byHandle = map[string]*account{}
 	s.byAddr = map[string]*account{}
@@ -258,6 +275,12 @@ type call struct {
 	net   *network // the key's network (nil on admin routes)
 	// header is extra response headers the handler wants set.
 	header http.Header
+
+	// Set by a scripted fault: drop the connection once the call is
+	// answered; make the transfer it creates fail at confirmation.
+	drop          bool
+	failAtConfirm bool
+	delay         time.Duration // hold the call this long (server time) first
 }
 
 // routes builds the whole HTTP face. It is the support matrix in code.
@@ -285,15 +308,23 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(path, s.dispatch(rs))
 	}
 	mux.Handle("/", s.dispatch(nil))
-	return mux
+	// The request id is set before the mux runs, so that even its own
+	// answers (redirects of unclean paths) carry one.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", newID("req_"))
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // dispatch picks the route for the method and runs it through the one
 // request pipeline: request id, faults, body limit, auth, idempotency.
 func (s *Server) dispatch(rs []route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{s: s, w: w, r: r, reqID: newID("req_"), header: http.Header{}}
-		w.Header().Set("X-Request-Id", c.reqID)
+		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
+		if c.reqID == "" {
+			c.reqID = newID("req_")
+			w.Header().Set("X-Request-Id", c.reqID)
+		}
 		if rs == nil {
 			s.writeError(c, errNotFound("no such path"))
 			return
@@ -334,10 +365,19 @@ func (s *Server) serve(c *call, rt *route) {
 			return
 		}
 	}
-	if f := s.faults.match(r.Method, r.URL.Path); f != nil {
-		if done := s.applyFault(c, f, rt); done {
-			return
+	if rt.auth { // faults script the /v1 interface, never the admin one
+		if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+			if done := s.applyFault(c, f, rt); done {
+				return
+			}
 		}
+	}
+	if c.drop {
+		// Run the call in full into a buffer, then drop the connection
+		// without a byte of the answer.
+		real := c.w
+		c.w = &discardWriter{header: http.Header{}}
+		defer dropConnection(real)
 	}
 	if rt.auth && r.Method != http.MethodGet {
 		s.serveIdempotent(c, rt)
@@ -346,9 +386,37 @@ func (s *Server) serve(c *call, rt *route) {
 	s.finish(c, rt.h)
 }
 
+// discardWriter swallows an answer that will never be sent.
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// dropConnection closes the client's connection without an answer: by
+// hijacking it (HTTP/1), or else by aborting the handler, which net/http
+// turns into a closed connection or a reset stream.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// run runs a handler, after the delay a fault asked for.
+func (s *Server) run(c *call, h handlerFunc) (int, any, error) {
+	if c.delay > 0 && !s.hold(c, c.delay) {
+		return 0, nil, newError(http.StatusServiceUnavailable, "request_abandoned", "the request was abandoned while held by a delay fault")
+	}
+	return h(c)
+}
+
 // finish runs a handler and writes its answer.
 func (s *Server) finish(c *call, h handlerFunc) {
-	status, v, err := h(c)
+	status, v, err := s.run(c, h)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -356,21 +424,34 @@ func (s *Server) finish(c *call, h handlerFunc) {
 	s.writeJSON(c, status, v)
 }
 
-// render turns a handler's answer into the bytes to send.
+// render turns a handler's answer into the bytes to send (one JSON value
+// and a newline).
 func render(status int, v any) (int, []byte) {
 	if v == nil {
 		return status, nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return http.StatusInternalServerError, []byte(`{"code":"internal_error","message":"could not encode the answer"}`)
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return http.StatusInternalServerError, []byte(`{"code":"internal_error","message":"could not encode the answer"}` + "\n")
 	}
-	return status, append(b, '\n')
+	return status, buf.Bytes()
 }
 
+// writeJSON encodes v straight into the answer (the encoder's buffer is
+// pooled, so a large list costs no copy). The wire types cannot fail to
+// encode.
 func (s *Server) writeJSON(c *call, status int, v any) {
-	status, b := render(status, v)
-	s.writeRaw(c, status, b)
+	if v == nil {
+		s.writeRaw(c, status, nil)
+		return
+	}
+	h := c.w.Header()
+	for k, vs := range c.header {
+		h[k] = vs
+	}
+	h.Set("Content-Type", "application/json")
+	c.w.WriteHeader(status)
+	_ = json.NewEncoder(c.w).Encode(v)
 }
 
 func (s *Server) writeRaw(c *call, status int, b []byte) {
@@ -483,6 +564,9 @@ func jsonError(err error) *apiError {
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		f = strings.Trim(f, `"`)
+		if f == "" {
+			return errInvalid("body", "unknown field with an empty name")
+		}
 		return errInvalid(f, "unknown field "+f)
 	}
 	return errInvalid("body", "the body is not a valid JSON object")

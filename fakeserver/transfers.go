@@ -1,23 +1,34 @@
 package fakeserver
 
 import (
+	"encoding/binary"
+	"fmt"
+	"io"
 	"math/big"
 	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
-	confpay "github.com/confpay/confpay-go"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// STUB: owned by the ledger/transfers engineer, who replaces this file.
-
-// transfer is one payment on one network.
+// transfer is one payment on one network. It is kept lean: a million of
+// them must fit in well under 2 KiB each.
 type transfer struct {
 	id           string
 	from         *account
 	to           *account       // nil for an external wallet
 	toAddr       common.Address // the recipient's address
-	toText       string         // the recipient as the payer wrote it
+	toText       string         // the recipient as the payer wrote it (normalised)
 	asset        string
 	units        *big.Int
 	confidential bool
@@ -27,24 +38,52 @@ type transfer struct {
 	createdAt    time.Time
 	confirmedAt  *time.Time
 	failedAt     *time.Time
+
+	key           *apiKey // the key that sent it (nil for an approval), for its usage figures
+	timer         *Timer  // the confirmation, while pending
+	failAtConfirm bool    // a scripted fault: fail instead of confirming
+	note          string  // the sealed note (base64url), made on first read
 }
 
 // transferBook holds one network's transfers.
-type transferBook struct{}
+//
+// byAcct is the listing index: for each account, the transfers it sent or
+// received, sorted oldest first by (created_at, id). Transfer ids start
+// with a server-wide sequence number, so within one instant id order is
+// creation order and a new transfer is appended; only a clock set
+// backwards makes an insertion. A page newest first at offset k is then a
+// slice from the end.
+type transferBook struct {
+	byID    map[string]*transfer
+	byAcct  map[*account][]*transfer
+	pending map[*transfer]struct{}
+}
 
-func (b *transferBook) init() {}
+func (b *transferBook) init() {
+	b.byID = map[string]*transfer{}
+	b.byAcct = map[*account][]*transfer{}
+	b.pending = map[*transfer]struct{}{}
+}
 
-func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
+// before orders transfers by (created_at, id).
+func (t *transfer) before(u *transfer) bool {
+	if !t.createdAt.Equal(u.createdAt) {
+		return t.createdAt.Before(u.createdAt)
+	}
+	return t.id < u.id
 }
-func (s *Server) handleGetTransfer(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleListTransfers(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
-}
-func (s *Server) handleBalances(c *call) (int, any, error) {
-	return http.StatusNotImplemented, nil, nil
+
+func (b *transferBook) index(a *account, t *transfer) {
+	list := b.byAcct[a]
+	if n := len(list); n == 0 || list[n-1].before(t) {
+		b.byAcct[a] = append(list, t)
+		return
+	}
+	i := sort.Search(len(list), func(i int) bool { return t.before(list[i]) })
+	list = append(list, nil)
+	copy(list[i+1:], list[i:])
+	list[i] = t
+	b.byAcct[a] = list
 }
 
 // payment is a request to move money: a direct transfer, an agent payment,
@@ -60,22 +99,769 @@ type payment struct {
 	memo         string
 }
 
-// resolveRecipientLocked resolves a handle, agent handle, 0x address or
-// registered domain: 404 recipient_not_found, or 400 for a bad address.
-func (s *Server) resolveRecipientLocked(text string) (*account, common.Address, *apiError) {
-	return nil, common.Address{}, newError(http.StatusNotImplemented, "not_implemented", "stub")
+// ---- recipients ----
+
+// recipientRE is an @handle or an @owner/agent handle, in any case.
+var recipientRE = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}(/[A-Za-z0-9_-]{1,32})?$`)
+
+// recipient kinds.
+const (
+	toHandle = iota + 1
+	toAddress
+	toDomain
+)
+
+// parseRecipient checks the syntax of a recipient: an @handle, an
+// @owner/agent handle, a 0x address (EIP-55 checked when mixed case) or a
+// domain name. It returns the kind and the lookup key (lower case).
+func parseRecipient(text string) (kind int, key string, addr common.Address, apiErr *apiError) {
+	switch {
+	case text == "":
+		return 0, "", addr, errInvalid("to", "to is required")
+	case strings.HasPrefix(text, "@"):
+		if !recipientRE.MatchString(text) {
+			return 0, "", addr, errInvalid("to", "to is not a valid handle: @ then 3 to 20 of A-Z a-z 0-9 _, optionally /agent-name")
+		}
+		return toHandle, strings.ToLower(text), addr, nil
+	case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
+		a, err := parseAddress(text)
+		if err != nil {
+			return 0, "", addr, errInvalid("to", "to: "+err.Error())
+		}
+		return toAddress, strings.ToLower(a.Hex()), a, nil
+	case validDomain(text):
+		return toDomain, strings.ToLower(text), addr, nil
+	}
+	return 0, "", addr, errInvalid("to", "to must be an @handle, an @owner/agent handle, a 0x address or a registered domain name")
 }
 
-// availableLocked is what a can spend of asset on n now: its balance less
-// its reservations.
-func (s *Server) availableLocked(n *network, a *account, asset string) *big.Int {
-	return new(big.Int)
+// resolveRecipientLocked resolves a handle, agent handle, 0x address or
+// registered domain: 404 recipient_not_found, or 400 for a bad address.
+// An unknown address is an external wallet: (nil, address, nil).
+func (s *Server) resolveRecipientLocked(text string) (*account, common.Address, *apiError) {
+	kind, key, addr, apiErr := parseRecipient(text)
+	if apiErr != nil {
+		return nil, common.Address{}, apiErr
+	}
+	notFound := newError(http.StatusNotFound, confpay.CodeRecipientNotFound, "no account behind that recipient").withParam("to")
+	switch kind {
+	case toHandle:
+		if a := s.byHandle[key]; a != nil {
+			return a, a.address, nil
+		}
+		return nil, common.Address{}, notFound
+	case toAddress:
+		if a := s.byAddr[key]; a != nil {
+			return a, a.address, nil
+		}
+		return nil, addr, nil
+	default:
+		if a := s.domains[key]; a != nil {
+			return a, a.address, nil
+		}
+		return nil, common.Address{}, notFound
+	}
 }
+
+// recipientText is how a transfer names its recipient: the registered
+// handle for a handle, the checksummed address for an address, the domain
+// in lower case for a domain.
+func recipientText(text string, to *account, addr common.Address) string {
+	switch {
+	case strings.HasPrefix(text, "@") && to != nil:
+		return to.handle
+	case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
+		return addr.Hex()
+	}
+	return strings.ToLower(text)
+}
+
+// confidentialReady reports whether a recipient can receive a confidential
+// transfer: an account with an encryption key (an agent uses its owner's).
+// External wallets never are.
+func confidentialReady(to *account) bool { return to != nil && to.encryptionKey() != nil }
+
+// ---- submission and lifecycle ----
 
 // submitLocked checks the balance (402), reserves the amount, records the
 // transfer as pending, schedules its confirmation, counts it on the key and
 // emits transfer.initiated. k may be nil (approval by the owner: counted on
 // the approving key is the caller's choice).
 func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
-	return nil, newError(http.StatusNotImplemented, "not_implemented", "stub")
+	units := new(big.Int).Set(p.units)
+	if apiErr := s.reserveLocked(n, p.from, p.asset, units); apiErr != nil {
+		return nil, apiErr
+	}
+	now := s.clock.Now()
+	t := &transfer{
+		id:           s.newTransferIDLocked(),
+		from:         p.from,
+		to:           p.to,
+		toAddr:       p.toAddr,
+		toText:       p.toText,
+		asset:        p.asset,
+		units:        units,
+		confidential: p.confidential,
+		memo:         p.memo,
+		status:       confpay.StatusPending,
+		createdAt:    now,
+		key:          k,
+	}
+	t.txHash = txHash(n.chainID, t)
+	n.transfers.byID[t.id] = t
+	n.transfers.pending[t] = struct{}{}
+	n.transfers.index(t.from, t)
+	if t.to != nil && t.to != t.from {
+		n.transfers.index(t.to, t)
+	}
+	t.timer = s.clock.At(now.Add(s.opts.blockTime), func(at time.Time) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.confirmLocked(n, t, at)
+	})
+	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
+	return t, nil
+}
+
+// confirmLocked settles a pending transfer at now (or fails it, when a
+// fault says so). Anything but a pending transfer is left alone.
+func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
+	if t.status != confpay.StatusPending {
+		return
+	}
+	if t.failAtConfirm {
+		s.failLocked(n, t, now)
+		return
+	}
+	delete(n.transfers.pending, t)
+	t.timer.Stop()
+	t.timer = nil
+	s.settleLocked(n, t)
+	t.status = confpay.StatusConfirmed
+	t.confirmedAt = &now
+	if t.key != nil && t.asset == confpay.AssetUSDG {
+		t.key.usdgMoved.Add(t.key.usdgMoved, t.units)
+	}
+	s.emitTransferLocked(n, webhookverify.KindTransferConfirmed, t)
+}
+
+// failLocked fails a pending transfer: its reservation goes back to the
+// sender and nothing moves.
+func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
+	if t.status != confpay.StatusPending {
+		return
+	}
+	delete(n.transfers.pending, t)
+	t.timer.Stop()
+	t.timer = nil
+	s.releaseLocked(n, t)
+	t.status = confpay.StatusFailed
+	t.failedAt = &now
+	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
+}
+
+// newTransferIDLocked returns "tr_", 8 base-36 digits of a server-wide
+// sequence, and 12 random lowercase alphanumerics: opaque to clients, and
+// sorting in creation order.
+func (s *Server) newTransferIDLocked() string {
+	s.transferSeq++
+	seq := strconv.FormatUint(s.transferSeq, 36)
+	if len(seq) < 8 {
+		seq = strings.Repeat("0", 8-len(seq)) + seq
+	}
+	return "tr_" + seq + randomText(lowerAlnum, 12)
+}
+
+// txHash is the keccak-256 of the transfer's canonical encoding with the
+// chain id:
+//
+//	lp("cpay/v1/transfer") ∥ u64 chain id ∥ lp(transfer id) ∥ from address
+//	∥ to address ∥ lp(asset) ∥ u8 confidential ∥ u64 created_at (Unix ns)
+//
+// The amount is deliberately not part of it: a hash over a low-entropy
+// figure and public fields could be inverted by trying every amount.
+func txHash(chainID uint64, t *transfer) string {
+	b := make([]byte, 0, 128)
+	b = appendLP(b, "cpay/v1/transfer")
+	b = binary.BigEndian.AppendUint64(b, chainID)
+	b = appendLP(b, t.id)
+	b = append(b, t.from.address[:]...)
+	b = append(b, t.toAddr[:]...)
+	b = appendLP(b, t.asset)
+	if t.confidential {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(t.createdAt.UnixNano()))
+	return "0x" + common.Bytes2Hex(crypto.Keccak256(b))
+}
+
+func appendLP(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+// ---- notes ----
+
+// noteReaders returns the keys a transfer's note is sealed to: the
+// sender's, then the recipient's (an agent's is its owner's), skipping a
+// party without a key and a repeat.
+func noteReaders(t *transfer) []*decrypt.PublicKey {
+	var out []*decrypt.PublicKey
+	if k := t.from.encryptionKey(); k != nil {
+		out = append(out, k)
+	}
+	if t.to != nil {
+		if k := t.to.encryptionKey(); k != nil && (len(out) == 0 || !out[0].Equal(k)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// noteReaderHex is noteReaders as hex, from the accounts' cached hex.
+func noteReaderHex(t *transfer) []string {
+	from := t.from.encryptionKeyHex()
+	to := ""
+	if t.to != nil {
+		to = t.to.encryptionKeyHex()
+	}
+	switch {
+	case from != "" && to != "" && to != from:
+		return []string{from, to}
+	case from != "":
+		return []string{from}
+	case to != "":
+		return []string{to}
+	}
+	return nil
+}
+
+// noteJob is a note to seal outside the lock.
+type noteJob struct {
+	t      *transfer
+	ctx    decrypt.NoteContext
+	amount *big.Int
+	memo   string
+	note   string
+}
+
+// noteJobsLocked lists the notes the given transfers still need.
+func noteJobsLocked(n *network, ts []*transfer) []*noteJob {
+	var jobs []*noteJob
+	for _, t := range ts {
+		if t.note != "" {
+			continue
+		}
+		readers := noteReaders(t)
+		if len(readers) == 0 {
+			continue
+		}
+		jobs = append(jobs, &noteJob{
+			t:      t,
+			ctx:    decrypt.NoteContext{ChainID: n.chainID, Reference: t.id, Readers: readers},
+			amount: t.units,
+			memo:   t.memo,
+		})
+	}
+	return jobs
+}
+
+// sealNotes seals the notes the transfers lack, outside s.mu, and stores
+// them. Sealing is the expensive part of a read, so it is done once per
+// transfer.
+func (s *Server) sealNotes(n *network, ts []*transfer) error {
+	s.mu.Lock()
+	jobs := noteJobsLocked(n, ts)
+	s.mu.Unlock()
+	if len(jobs) == 0 {
+		return nil
+	}
+	for _, j := range jobs {
+		note, err := decrypt.SealNote(nil, j.ctx, j.amount, j.memo)
+		if err != nil {
+			return err
+		}
+		j.note = decrypt.EncodeBase64(note)
+	}
+	s.mu.Lock()
+	for _, j := range jobs {
+		if j.t.note == "" {
+			j.t.note = j.note
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// ---- views ----
+
+// transferViewLocked is a transfer as the API shows it (retrieve and list
+// items): never the amount.
+func transferViewLocked(t *transfer) *confpay.Transfer {
+	v := &confpay.Transfer{
+		TransferID:   t.id,
+		Status:       t.status,
+		From:         t.from.handle,
+		To:           t.toText,
+		Asset:        t.asset,
+		Confidential: t.confidential,
+		TxHash:       t.txHash,
+		CreatedAt:    t.createdAt,
+		ConfirmedAt:  t.confirmedAt,
+		FailedAt:     t.failedAt,
+	}
+	if t.note != "" {
+		v.EncryptedNote = t.note
+		v.NoteReaders = noteReaderHex(t)
+	}
+	return v
+}
+
+// createView is the create answer: the spec's fields plus asset.
+func createView(t *transfer) *confpay.Transfer {
+	return &confpay.Transfer{
+		TransferID:   t.id,
+		Status:       t.status,
+		To:           t.toText,
+		Asset:        t.asset,
+		Confidential: t.confidential,
+		TxHash:       t.txHash,
+		CreatedAt:    t.createdAt,
+	}
+}
+
+// visibleTo reports whether a may read t: its sender, its recipient, or the
+// owner of an agent that is either.
+func visibleTo(a *account, t *transfer) bool {
+	if t.from == a || t.to == a || t.from.owner == a {
+		return true
+	}
+	return t.to != nil && t.to.owner == a
+}
+
+// ---- POST /v1/transfers ----
+
+// createTransferRequest is the create body. Pointers tell "absent" from
+// "empty"; a wrong JSON type is a 400 naming the field.
+type createTransferRequest struct {
+	To           *string `json:"to"`
+	Amount       *string `json:"amount"`
+	Asset        *string `json:"asset"`
+	Confidential *bool   `json:"confidential"`
+	Memo         *string `json:"memo"`
+}
+
+// maxMemo is the longest memo, in bytes.
+const maxMemo = 1024
+
+// parseCreateTransfer checks a create body as far as it can without state.
+func parseCreateTransfer(body []byte) (*payment, *apiError) {
+	var req createTransferRequest
+	if apiErr := decodeStrict(body, &req); apiErr != nil {
+		return nil, apiErr
+	}
+	if req.To == nil {
+		return nil, errInvalid("to", "to is required")
+	}
+	if req.Amount == nil {
+		return nil, errInvalid("amount", "amount is required")
+	}
+	p := &payment{asset: confpay.AssetUSDG, confidential: true}
+	if req.Asset != nil {
+		p.asset = *req.Asset
+	}
+	if _, apiErr := parseAsset("asset", p.asset); apiErr != nil {
+		return nil, apiErr
+	}
+	units, apiErr := parseUnits("amount", p.asset, *req.Amount)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	p.units = units
+	if req.Confidential != nil {
+		p.confidential = *req.Confidential
+	}
+	if req.Memo != nil {
+		if len(*req.Memo) > maxMemo {
+			return nil, errInvalid("memo", "memo is longer than 1024 bytes")
+		}
+		p.memo = *req.Memo
+	}
+	if _, _, _, apiErr := parseRecipient(*req.To); apiErr != nil {
+		return nil, apiErr
+	}
+	p.toText = *req.To
+	return p, nil
+}
+
+func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
+	s.mu.Lock()
+	kycOK := c.acct.kycOK()
+	s.mu.Unlock()
+	if !kycOK {
+		return 0, nil, errKYC()
+	}
+	p, apiErr := parseCreateTransfer(c.body)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !c.acct.kycOK() {
+		return 0, nil, errKYC()
+	}
+	to, addr, apiErr := s.resolveRecipientLocked(p.toText)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if to == c.acct || addr == c.acct.address {
+		return 0, nil, errInvalid("to", "a payment to yourself is not allowed")
+	}
+	if p.confidential && !confidentialReady(to) {
+		return 0, nil, newError(http.StatusUnprocessableEntity, confpay.CodeRecipientNotConfidentialReady,
+			"the recipient wallet lacks confidential token support; resend with confidential set to false to pay publicly").withParam("to")
+	}
+	p.from, p.to, p.toAddr = c.acct, to, addr
+	p.toText = recipientText(p.toText, to, addr)
+
+	var t *transfer
+	if c.acct.isAgent() {
+		var h *heldTx
+		t, h, apiErr = s.agentPayLocked(c.net, p, c.key)
+		if apiErr != nil {
+			return 0, nil, apiErr
+		}
+		if h != nil {
+			return http.StatusAccepted, heldCreateAnswer(h), nil
+		}
+	} else {
+		t, apiErr = s.submitLocked(c.net, p, c.key)
+		if apiErr != nil {
+			return 0, nil, apiErr
+		}
+	}
+	if c.failAtConfirm {
+		t.failAtConfirm = true
+	}
+	return http.StatusCreated, createView(t), nil
+}
+
+func errKYC() *apiError {
+	return newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification is incomplete: kyc_status must be verified or enhanced")
+}
+
+// ---- GET /v1/transfers/{transfer_id} ----
+
+func (s *Server) handleGetTransfer(c *call) (int, any, error) {
+	id := c.r.PathValue("transfer_id")
+	s.mu.Lock()
+	t := c.net.transfers.byID[id]
+	ok := t != nil && visibleTo(c.acct, t)
+	s.mu.Unlock()
+	if !ok {
+		return 0, nil, errNotFound("no transfer " + id)
+	}
+	if err := s.sealNotes(c.net, []*transfer{t}); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return http.StatusOK, transferViewLocked(t), nil
+}
+
+// ---- GET /v1/transfers ----
+
+// listQuery is a parsed list request.
+type listQuery struct {
+	limit, offset int
+	status        confpay.TransferStatus
+	from, to      time.Time // zero when absent; exclusive bounds
+}
+
+// parseListQuery checks the list parameters strictly: each at most once,
+// no unknown ones, limit 1..100 (default 20), offset >= 0, status one of
+// the three, from/to RFC 3339.
+func parseListQuery(q url.Values) (listQuery, *apiError) {
+	lq := listQuery{limit: 20}
+	for k, vs := range q {
+		switch k {
+		case "limit", "offset", "status", "from", "to":
+		case "":
+			return lq, errInvalid("query", "a query parameter without a name")
+		default:
+			return lq, errInvalid(k, "unknown query parameter "+strconv.Quote(k))
+		}
+		if len(vs) != 1 {
+			return lq, errInvalid(k, k+" may be given once")
+		}
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > confpay.MaxPageSize || !plainInt(v[0]) {
+			return lq, errInvalid("limit", "limit must be an integer from 1 to 100")
+		}
+		lq.limit = n
+	}
+	if v, ok := q["offset"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 0 || !plainInt(v[0]) {
+			return lq, errInvalid("offset", "offset must be an integer of at least 0")
+		}
+		lq.offset = n
+	}
+	if v, ok := q["status"]; ok {
+		switch st := confpay.TransferStatus(v[0]); st {
+		case confpay.StatusPending, confpay.StatusConfirmed, confpay.StatusFailed:
+			lq.status = st
+		default:
+			return lq, errInvalid("status", "status must be pending, confirmed or failed")
+		}
+	}
+	for _, name := range []string{"from", "to"} {
+		v, ok := q[name]
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v[0])
+		if err != nil {
+			return lq, errInvalid(name, name+" must be an RFC 3339 timestamp such as 2026-07-02T14:23:09Z")
+		}
+		if name == "from" {
+			lq.from = t
+		} else {
+			lq.to = t
+		}
+	}
+	return lq, nil
+}
+
+// plainInt reports whether s is digits only (no sign, no spaces).
+func plainInt(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != "" && len(s) <= 18
+}
+
+// pageLocked returns one page of a's transfers, newest first, and whether
+// more follow.
+func pageLocked(n *network, a *account, q listQuery) ([]*transfer, bool) {
+	list := n.transfers.byAcct[a]
+	lo, hi := 0, len(list)
+	if !q.from.IsZero() {
+		lo = sort.Search(len(list), func(i int) bool { return list[i].createdAt.After(q.from) })
+	}
+	if !q.to.IsZero() {
+		hi = sort.Search(len(list), func(i int) bool { return !list[i].createdAt.Before(q.to) })
+	}
+	if hi < lo {
+		hi = lo
+	}
+	var page []*transfer
+	if q.status == "" {
+		// A slice from the end: no scan.
+		if q.offset >= hi-lo {
+			return nil, false
+		}
+		top := hi - 1 - q.offset
+		bottom := max(lo, top-q.limit+1)
+		for i := top; i >= bottom; i-- {
+			page = append(page, list[i])
+		}
+		return page, bottom > lo
+	}
+	skipped := 0
+	for i := hi - 1; i >= lo; i-- {
+		t := list[i]
+		if t.status != q.status {
+			continue
+		}
+		if skipped < q.offset {
+			skipped++
+			continue
+		}
+		if len(page) == q.limit {
+			return page, true
+		}
+		page = append(page, t)
+	}
+	return page, false
+}
+
+func (s *Server) handleListTransfers(c *call) (int, any, error) {
+	q, apiErr := parseListQuery(c.r.URL.Query())
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	s.mu.Lock()
+	page, more := pageLocked(c.net, c.acct, q)
+	s.mu.Unlock()
+	if err := s.sealNotes(c.net, page); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &confpay.TransferList{Transfers: make([]*confpay.Transfer, 0, len(page)), HasMore: more}
+	for _, t := range page {
+		out.Transfers = append(out.Transfers, transferViewLocked(t))
+	}
+	return http.StatusOK, out, nil
+}
+
+// ---- the direct state API: transfers ----
+
+// TransferRecord is a transfer as the server's books hold it, amount and
+// memo included. It exists for test assertions; the /v1 interface never
+// shows the amount or the memo.
+type TransferRecord struct {
+	TransferID    string                 `json:"transfer_id"`
+	Network       confpay.Network        `json:"network"`
+	Status        confpay.TransferStatus `json:"status"`
+	From          string                 `json:"from"`
+	FromAccountID string                 `json:"from_account_id"`
+	To            string                 `json:"to"`
+	// ToAccountID is empty for an external wallet.
+	ToAccountID  string         `json:"to_account_id,omitempty"`
+	ToAddress    string         `json:"to_address"`
+	Asset        string         `json:"asset"`
+	Amount       confpay.Amount `json:"amount"`
+	Confidential bool           `json:"confidential"`
+	Memo         string         `json:"memo,omitempty"`
+	TxHash       string         `json:"tx_hash"`
+	CreatedAt    time.Time      `json:"created_at"`
+	ConfirmedAt  *time.Time     `json:"confirmed_at,omitempty"`
+	FailedAt     *time.Time     `json:"failed_at,omitempty"`
+}
+
+// String describes the record without its amount and memo, so that a
+// record printed by accident does not leak them; read the fields instead.
+func (r TransferRecord) String() string {
+	return fmt.Sprintf("fakeserver.TransferRecord{%s %s %s %s -> %s %s, amount and memo REDACTED}",
+		r.TransferID, r.Network, r.Status, r.From, r.To, r.Asset)
+}
+
+// GoString is String.
+func (r TransferRecord) GoString() string { return r.String() }
+
+// Format prints String for every verb.
+func (r TransferRecord) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, r.String()) }
+
+func recordLocked(n *network, t *transfer) TransferRecord {
+	dec, _ := confpay.AssetDecimals(t.asset)
+	r := TransferRecord{
+		TransferID: t.id, Network: n.name, Status: t.status,
+		From: t.from.handle, FromAccountID: t.from.id,
+		To: t.toText, ToAddress: t.toAddr.Hex(),
+		Asset: t.asset, Amount: confpay.AmountFromUnits(t.units, dec),
+		Confidential: t.confidential, Memo: t.memo, TxHash: t.txHash,
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt,
+	}
+	if t.to != nil {
+		r.ToAccountID = t.to.id
+	}
+	return r
+}
+
+// Transfer returns one transfer by id, from whichever network holds it.
+func (s *Server) Transfer(id string) (TransferRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t := s.findTransferLocked(id)
+	if t == nil {
+		return TransferRecord{}, errNotFound("no transfer " + id)
+	}
+	return recordLocked(n, t), nil
+}
+
+// Transfers returns every transfer an account sent or received on a
+// network, newest first.
+func (s *Server) Transfers(accountRef string, n confpay.Network) ([]TransferRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, err
+	}
+	nw, apiErr := s.networkOf(n)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	list := nw.transfers.byAcct[a]
+	out := make([]TransferRecord, 0, len(list))
+	for i := len(list) - 1; i >= 0; i-- {
+		out = append(out, recordLocked(nw, list[i]))
+	}
+	return out, nil
+}
+
+func (s *Server) findTransferLocked(id string) (*network, *transfer) {
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		if t := n.transfers.byID[id]; t != nil {
+			return n, t
+		}
+	}
+	return nil, nil
+}
+
+// Settle confirms every pending transfer on both networks now, oldest
+// first, as if their blocks had all been mined, and returns how many it
+// confirmed. A transfer scripted to fail at confirmation fails instead.
+func (s *Server) Settle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	count := 0
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		ts := make([]*transfer, 0, len(n.transfers.pending))
+		for t := range n.transfers.pending {
+			ts = append(ts, t)
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].before(ts[j]) })
+		for _, t := range ts {
+			s.confirmLocked(n, t, now)
+			if t.status == confpay.StatusConfirmed {
+				count++
+			}
+		}
+	}
+	return count
+}
+
+// FailTransfer fails a pending transfer now: its reservation goes back to
+// the sender, nothing moves, and transfer.failed is emitted. A transfer
+// that is not pending is a 409-style error.
+func (s *Server) FailTransfer(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t := s.findTransferLocked(id)
+	if t == nil {
+		return errNotFound("no transfer " + id)
+	}
+	if t.status != confpay.StatusPending {
+		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	}
+	s.failLocked(n, t, s.clock.Now())
+	return nil
+}
+
+// FailTransferAtConfirmation scripts a pending transfer to fail when its
+// confirmation comes, instead of settling.
+func (s *Server) FailTransferAtConfirmation(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, t := s.findTransferLocked(id)
+	if t == nil {
+		return errNotFound("no transfer " + id)
+	}
+	if t.status != confpay.StatusPending {
+		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	}
+	t.failAtConfirm = true
+	return nil
 }

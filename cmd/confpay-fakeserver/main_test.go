@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+)
+
+func TestRunSeedsServesAndStops(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "seed.json")
+	if err := os.WriteFile(seed, []byte(`{"accounts":[
+		{"handle":"@alice","generate_encryption_key":true,"balances":{"test":{"USDG":"100"},"live":{"ETH":"0.5"}}},
+		{"handle":"@shop","type":"business"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-seed", seed, "-virtual-clock"}, pw, &stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	var out struct {
+		URL      string `json:"url"`
+		Accounts []struct {
+			Handle        string `json:"handle"`
+			TestKey       string `json:"test_key"`
+			LiveKey       string `json:"live_key"`
+			DecryptionKey string `json:"decryption_key"`
+		} `json:"accounts"`
+	}
+	if err := json.Unmarshal(line, &out); err != nil {
+		t.Fatalf("start line %q: %v", line, err)
+	}
+	if !strings.HasPrefix(out.URL, "http://127.0.0.1:") || len(out.Accounts) != 2 || !strings.HasPrefix(out.Accounts[0].TestKey, "hc_test_") ||
+		out.Accounts[0].DecryptionKey == "" || out.Accounts[1].DecryptionKey != "" {
+		t.Fatalf("start line %s", line)
+	}
+
+	c, err := confpay.NewClient(out.Accounts[0].TestKey, confpay.WithBaseURL(out.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := c.Accounts.Balances(context.Background(), nil)
+	if err != nil || len(bs) != 1 || bs[0].Asset != "USDG" || !*bs[0].Nonzero {
+		t.Fatalf("balances %v %v", bs, err)
+	}
+	resp, err := http.Get(out.URL + "/_fake/books/%40alice?network=live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"available":"0.5"`) {
+		t.Fatalf("live books %s", body)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if _, err := http.Get(out.URL + "/_fake/clock"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := [][]string{
+		{"-nope"},
+		{"extra"},
+		{"-block-time", "-1s"},
+		{"-seed", filepath.Join(dir, "missing.json")},
+		{"-seed", write("bad.json", `{"accounts":[{"handle":"@a"}]}`)},                                          // handle too short
+		{"-seed", write("unknown.json", `{"accounts":[{"handle":"@alice","color":"red"}]}`)},                    // unknown field
+		{"-seed", write("money.json", `{"accounts":[{"handle":"@alice","balances":{"test":{"USDG":"1e3"}}}]}`)}, // bad amount
+		{"-seed", write("net.json", `{"accounts":[{"handle":"@alice","balances":{"main":{"USDG":"1"}}}]}`)},     // bad network
+		{"-addr", "256.0.0.1:1"},
+	}
+	for _, args := range cases {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
+			t.Errorf("run(%q) succeeded", args)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("run(%q) printed %q", args, stdout.String())
+		}
+	}
+}
+
+func FuzzSeedFile(f *testing.F) {
+	for _, s := range []string{
+		`{"accounts":[{"handle":"@alice","generate_encryption_key":true,"balances":{"test":{"USDG":"100"}}}]}`,
+		`{"accounts":[{"handle":"@shop","type":"business","kyc_status":"pending","balances":{"live":{"ETH":"0.5"}}}]}`,
+		`{"accounts":[]}`, `{}`, `{"accounts":[{"handle":"@a"}]}`, `{"accounts":[{"handle":"@bob","balances":{"test":{"USDG":"-1"}}}]}`,
+		`{"accounts":[{"handle":"@bob","encryption_key":"02"}]}`, `{"x":1}`, `{} {}`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		seed, err := parseSeed(b)
+		if err != nil {
+			return
+		}
+		srv := fakeserver.NewServer()
+		defer srv.Close()
+		infos, err := seed.apply(srv)
+		if err != nil {
+			return
+		}
+		if len(infos) != len(seed.Accounts) || len(srv.Accounts()) != len(infos) {
+			t.Fatalf("%d accounts seeded, %d made", len(seed.Accounts), len(infos))
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package fakeserver
+
+import (
+	"errors"
+	"math/big"
+	"net/http"
+	"sort"
+	"strconv"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
+)
+
+// GET /v1/accounts/me/balances
+//
+// Without a proof each asset the account has ever held is reported as
+// nonzero, its current ciphertext and its version. With a decryption proof
+// (JSON body of the GET, or the query parameter decryption_proof) the
+// proof is verified against the current ciphertexts and every asset it
+// covers is reported with the figure the proof opens: the server's books
+// are never the source of a figure.
+
+// balanceSnap is one asset's balance as read at one instant.
+type balanceSnap struct {
+	asset   string
+	version uint64
+	nonzero bool
+	ct      []byte // nil when the account has no encryption key
+}
+
+// ctJob is a ciphertext to produce outside the lock.
+type ctJob struct {
+	b       *balance
+	i       int // index in the snapshot
+	version uint64
+	amount  *big.Int
+	ct      []byte
+}
+
+// balanceSnapshot reads a's balances on n, sorted by asset, with the
+// ciphertext of each current version. A version's ciphertext is produced
+// once, on first read, outside s.mu, and cached: every reader of a version
+// gets the same bytes, which is what a later proof is checked against.
+func (s *Server) balanceSnapshot(n *network, a *account) (decrypt.Account, []balanceSnap, error) {
+	s.mu.Lock()
+	key := a.encryptionKey()
+	acct := decrypt.Account{ChainID: n.chainID, Address: a.address, Key: key}
+	var snaps []balanceSnap
+	var jobs []*ctJob
+	if bk := n.ledger.books[a]; bk != nil {
+		entries := append([]*balance(nil), bk.entries...)
+		sort.Slice(entries, func(i, j int) bool { return entries[i].asset < entries[j].asset })
+		for _, b := range entries {
+			avail := b.available()
+			snap := balanceSnap{asset: b.asset, version: b.version, nonzero: avail.Sign() > 0}
+			if key != nil {
+				if b.ct != nil && b.ctVersion == b.version {
+					snap.ct = b.ct
+				} else {
+					jobs = append(jobs, &ctJob{b: b, i: len(snaps), version: b.version, amount: avail})
+				}
+			}
+			snaps = append(snaps, snap)
+		}
+	}
+	s.mu.Unlock()
+	if len(jobs) == 0 {
+		return acct, snaps, nil
+	}
+	for _, j := range jobs {
+		ct, err := decrypt.EncryptBalance(nil, acct, snaps[j.i].asset, j.version, j.amount)
+		if err != nil {
+			return acct, nil, err
+		}
+		j.ct = ct
+	}
+	s.mu.Lock()
+	for _, j := range jobs {
+		b := j.b
+		if b.version == j.version {
+			if b.ct == nil || b.ctVersion != b.version {
+				b.ct, b.ctVersion = j.ct, j.version
+			}
+			j.ct = b.ct // a concurrent reader may have stored its own first
+		}
+		snaps[j.i].ct = j.ct
+	}
+	s.mu.Unlock()
+	return acct, snaps, nil
+}
+
+// balancesRequest is the optional body of the balances call.
+type balancesRequest struct {
+	DecryptionProof *string `json:"decryption_proof"`
+}
+
+// balancesProof returns the proof text from the body or the query ("" for
+// none); both at once is a 400.
+func balancesProof(c *call) (string, *apiError) {
+	var req balancesRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return "", apiErr
+	}
+	q := c.r.URL.Query()
+	for k, vs := range q {
+		if k != "decryption_proof" {
+			if k == "" {
+				return "", errInvalid("query", "a query parameter without a name")
+			}
+			return "", errInvalid(k, "unknown query parameter "+strconv.Quote(k))
+		}
+		if len(vs) != 1 {
+			return "", errInvalid(k, k+" may be given once")
+		}
+	}
+	proof := ""
+	if req.DecryptionProof != nil {
+		proof = *req.DecryptionProof
+	}
+	if v := q.Get("decryption_proof"); v != "" {
+		if proof != "" {
+			return "", errInvalid("decryption_proof", "give decryption_proof in the body or in the query, not both")
+		}
+		proof = v
+	}
+	return proof, nil
+}
+
+func errProof(reason, msg string) *apiError {
+	return newError(http.StatusUnprocessableEntity, confpay.CodeDecryptionProofInvalid, msg).withReason(reason).withParam("decryption_proof")
+}
+
+func (s *Server) handleBalances(c *call) (int, any, error) {
+	proofText, apiErr := balancesProof(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	acct, snaps, err := s.balanceSnapshot(c.net, c.acct)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := &confpay.BalanceList{Balances: make([]*confpay.Balance, 0, len(snaps))}
+	figures := map[string]*big.Int{}
+	if proofText != "" {
+		proof, err := decrypt.DecodeBase64(proofText)
+		if err != nil {
+			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is not base64url without padding")
+		}
+		if acct.Key == nil {
+			return 0, nil, errProof(confpay.ReasonVerificationFailed, "the account has no encryption key, so no proof can match its balances")
+		}
+		current := make([]decrypt.Balance, 0, len(snaps))
+		for _, sn := range snaps {
+			current = append(current, decrypt.Balance{Asset: sn.asset, Version: sn.version, Ciphertext: sn.ct})
+		}
+		figs, err := decrypt.Verify(acct, proof, current)
+		switch {
+		case err == nil:
+		case errors.Is(err, decrypt.ErrStale):
+			return 0, nil, errProof(confpay.ReasonStale, "the balance changed since its ciphertext was read: fetch the balances and prove again")
+		case errors.Is(err, decrypt.ErrMalformed):
+			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof does not parse")
+		case errors.Is(err, decrypt.ErrVerification):
+			return 0, nil, errProof(confpay.ReasonVerificationFailed, "decryption_proof does not match the account's current balance ciphertexts")
+		default:
+			return 0, nil, err // ErrCorruptCiphertext: the ledger's own fault, a 500
+		}
+		for _, f := range figs {
+			figures[f.Asset] = f.Amount
+		}
+		c.header.Set("Cache-Control", "no-store")
+	}
+	for _, sn := range snaps {
+		if fig, ok := figures[sn.asset]; ok {
+			dec, _ := confpay.AssetDecimals(sn.asset)
+			amt := confpay.AmountFromUnits(fig, dec)
+			out.Balances = append(out.Balances, &confpay.Balance{Asset: sn.asset, Amount: &amt})
+			continue
+		}
+		nonzero := sn.nonzero
+		v := &confpay.Balance{Asset: sn.asset, Nonzero: &nonzero, BalanceVersion: sn.version}
+		if sn.ct != nil {
+			v.EncryptedBalance = decrypt.EncodeBase64(sn.ct)
+		}
+		out.Balances = append(out.Balances, v)
+	}
+	return http.StatusOK, out, nil
+}

@@ -1,0 +1,164 @@
+package fakeserver_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+)
+
+// TestBadInputChangesNothing sends malformed requests: each must get the
+// right 4xx naming the field at fault, and leave the server's state exactly
+// as it was.
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	bob := cAccount(t, srv, "@bob")
+	cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@carol"})
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "ETH", "1")
+	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "1") // one pending transfer in the state
+
+	tr := func(fields string) string { return `{"to":"@bob",` + fields + `}` }
+	amt := func(a string) string { return tr(`"amount":"` + a + `"`) }
+	to := func(r string) string { return `{"amount":"1","to":"` + r + `"}` }
+	bobAddr := bob.info.PublicKey
+	badSum := badChecksum(common.HexToAddress("0xfb6916095ca1df60bb79ce92ce3ea74c37c5d359").Hex())
+
+	type tc struct {
+		name, method, path, body string
+		headers                  []string
+		status                   int
+		code, param              string
+	}
+	post := func(name, body string, status int, code, param string) tc {
+		return tc{name, "POST", "/v1/transfers", body, nil, status, code, param}
+	}
+	bad := func(name, body, param string) tc {
+		return post(name, body, 400, confpay.CodeInvalidRequest, param)
+	}
+	list := func(name, q, param string) tc {
+		return tc{name, "GET", "/v1/transfers?" + q, "", nil, 400, confpay.CodeInvalidRequest, param}
+	}
+	admin := func(name, method, path, body, param string) tc {
+		return tc{name, method, path, body, nil, 400, confpay.CodeInvalidRequest, param}
+	}
+	cases := []tc{
+		bad("broken json", `{"to":"@bob","amount":"1"`, "body"),
+		bad("not json", `to=@bob&amount=1`, "body"),
+		bad("array", `[{"to":"@bob","amount":"1"}]`, "body"),
+		bad("string", `"pay bob"`, "body"),
+		bad("null", `null`, "to"),
+		bad("two objects", `{"to":"@bob","amount":"1"} {"to":"@bob","amount":"1"}`, "body"),
+		bad("unknown field", tr(`"amount":"1","amout":"1"`), "amout"),
+		bad("unknown nested field", tr(`"amount":"1","meta":{"a":1}`), "meta"),
+		bad("amount number", tr(`"amount":1`), "amount"),
+		bad("amount float", tr(`"amount":1.5`), "amount"),
+		bad("to number", `{"to":5,"amount":"1"}`, "to"),
+		bad("confidential string", tr(`"amount":"1","confidential":"yes"`), "confidential"),
+		bad("memo number", tr(`"amount":"1","memo":5`), "memo"),
+		bad("asset number", tr(`"amount":"1","asset":7`), "asset"),
+		bad("missing to", `{"amount":"1"}`, "to"),
+		bad("missing amount", `{"to":"@bob"}`, "amount"),
+		bad("null to", `{"to":null,"amount":"1"}`, "to"),
+		bad("empty body", ``, "to"),
+		bad("negative", amt("-1"), "amount"),
+		bad("zero", amt("0"), "amount"),
+		bad("zero with decimals", amt("0.000000"), "amount"),
+		bad("over-precise USDG", amt("0.0000001"), "amount"),
+		bad("over-precise ETH", `{"to":"@bob","asset":"ETH","amount":"0.0000000000000000001"}`, "amount"),
+		bad("exponent", amt("1e3"), "amount"),
+		bad("capital exponent", amt("1E3"), "amount"),
+		bad("leading space", amt(" 1"), "amount"),
+		bad("plus sign", amt("+1"), "amount"),
+		bad("trailing point", amt("1."), "amount"),
+		bad("leading point", amt(".5"), "amount"),
+		bad("leading zero", amt("01"), "amount"),
+		bad("thousands separator", amt("1,000"), "amount"),
+		bad("empty amount", amt(""), "amount"),
+		bad("hex amount", amt("0x10"), "amount"),
+		bad("NaN", amt("NaN"), "amount"),
+		bad("Infinity", amt("Infinity"), "amount"),
+		bad("too long", amt(strings.Repeat("9", 120)), "amount"),
+		bad("2^256 units", amt(strings.Repeat("9", 80)), "amount"),
+		bad("unknown asset", tr(`"amount":"1","asset":"BTC"`), "asset"),
+		bad("lower-case asset", tr(`"amount":"1","asset":"usdg"`), "asset"),
+		bad("empty asset", tr(`"amount":"1","asset":""`), "asset"),
+		bad("short handle", to("@ab"), "to"),
+		bad("long handle", to("@"+strings.Repeat("a", 21)), "to"),
+		bad("bad handle character", to("@bo-b"), "to"),
+		bad("bad agent name", to("@bob/b!t"), "to"),
+		bad("bare name", to("bob"), "to"),
+		bad("empty recipient", to(""), "to"),
+		bad("short address", to("0x1234"), "to"),
+		bad("non-hex address", to("0x"+strings.Repeat("z", 40)), "to"),
+		bad("long address", to(bobAddr+"00"), "to"),
+		bad("bad checksum", to(badSum), "to"),
+		bad("self payment", to("@ALICE"), "to"),
+		bad("memo too long", tr(`"amount":"1","memo":"`+strings.Repeat("m", 1025)+`"`), "memo"),
+		post("unknown handle", to("@nobody"), 404, confpay.CodeRecipientNotFound, "to"),
+		post("unknown domain", to("shop.example"), 404, confpay.CodeRecipientNotFound, "to"),
+		post("not confidential-ready", to("@carol"), 422, confpay.CodeRecipientNotConfidentialReady, "to"),
+		post("huge body", tr(`"amount":"1","memo":"`+strings.Repeat("x", fakeserver.MaxBodyBytes)+`"`), 413, confpay.CodeRequestTooLarge, ""),
+		{"long idempotency key", "POST", "/v1/transfers", amt("1"), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, confpay.CodeInvalidRequest, "Idempotency-Key"},
+		list("limit 0", "limit=0", "limit"),
+		list("limit 101", "limit=101", "limit"),
+		list("limit word", "limit=ten", "limit"),
+		list("negative offset", "offset=-5", "offset"),
+		list("bad status", "status=done", "status"),
+		list("bad from", "from=last+week", "from"),
+		list("impossible date", "to=2026-02-30T00:00:00Z", "to"),
+		list("date without time", "from=2026-01-05", "from"),
+		list("unknown parameter", "page=2", "page"),
+		{"balances proof of wrong type", "GET", "/v1/accounts/me/balances", `{"decryption_proof":5}`, nil, 400, confpay.CodeInvalidRequest, "decryption_proof"},
+		{"balances unknown field", "GET", "/v1/accounts/me/balances", `{"proof":"abc"}`, nil, 400, confpay.CodeInvalidRequest, "proof"},
+		{"balances bad proof", "GET", "/v1/accounts/me/balances", `{"decryption_proof":"AAAA"}`, nil, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof"},
+		admin("fund exponent", "POST", "/_fake/fund", `{"account":"@alice","amount":"1e5"}`, "amount"),
+		admin("fund bad network", "POST", "/_fake/fund", `{"account":"@alice","amount":"1","network":"main"}`, "network"),
+		admin("fund bad asset", "POST", "/_fake/fund", `{"account":"@alice","amount":"1","asset":"DOGE"}`, "asset"),
+		admin("account bad handle", "POST", "/_fake/accounts", `{"handle":"alice"}`, "handle"),
+		admin("account bad key", "POST", "/_fake/accounts", `{"handle":"@dave","encryption_key":"02abcd"}`, "encryption_key"),
+		admin("account bad type", "POST", "/_fake/accounts", `{"handle":"@dave","type":"agent"}`, "type"),
+		{"account taken handle", "POST", "/_fake/accounts", `{"handle":"@ALICE"}`, nil, 409, confpay.CodeInvalidRequest, "handle"},
+		admin("patch bad kyc", "PATCH", "/_fake/accounts/%40alice", `{"kyc_status":"great"}`, "kyc_status"),
+		admin("patch status of a person", "PATCH", "/_fake/accounts/%40alice", `{"kyc_status":"pending","status":"paused"}`, "status"),
+		admin("clock negative", "POST", "/_fake/clock", `{"advance":"-1h"}`, "advance"),
+		admin("clock bad set", "POST", "/_fake/clock", `{"set":"tomorrow"}`, "set"),
+		admin("fault bad action", "POST", "/_fake/faults", `{"action":"boom"}`, "action"),
+		admin("domain bad", "POST", "/_fake/domains", `{"account":"@alice","domain":"not a domain"}`, "domain"),
+		admin("books bad network", "GET", "/_fake/books/%40alice?network=main", ``, "network"),
+	}
+	if len(cases) < 40 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+
+	ignoreUsage := cmp.Options{
+		cmpopts.IgnoreFields(fakeserver.KeyInfo{}, "LastUsedAt", "RequestCount"),
+		cmp.Comparer(func(a, b confpay.Amount) bool { return a.String() == b.String() }),
+	}
+	before := srv.Snapshot()
+	for _, c := range cases {
+		key := alice.test()
+		if strings.HasPrefix(c.path, "/_fake") {
+			key = ""
+		}
+		a := cRaw(t, srv, c.method, c.path, key, c.body, c.headers...)
+		e := a.err()
+		if a.status != c.status || e.Code != c.code || e.Param != c.param {
+			t.Errorf("%s: got %d %s (param %q) %q; want %d %s (param %q)", c.name, a.status, e.Code, e.Param, e.Message, c.status, c.code, c.param)
+		}
+		if e.RequestID == "" || e.RequestID != a.header.Get("X-Request-Id") {
+			t.Errorf("%s: request id %q in body, %q in header", c.name, e.RequestID, a.header.Get("X-Request-Id"))
+		}
+		if diff := cmp.Diff(before, srv.Snapshot(), ignoreUsage); diff != "" {
+			t.Fatalf("%s changed the state (-before +after):\n%s", c.name, diff)
+		}
+	}
+
+}

@@ -1,0 +1,96 @@
+package fakeserver_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+)
+
+// benchClient is a keep-alive HTTP client sized for parallel benchmarks.
+func benchClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 256
+	tr.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: tr}
+}
+
+// benchPost sends POST bodies from parallel goroutines and checks for want.
+func benchPost(b *testing.B, url, key string, want int) {
+	hc := benchClient()
+	defer hc.CloseIdleConnections()
+	var seq atomic.Int64
+	body := `{"to":"@bob","amount":"0.000001"}`
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "bench-"+strconv.FormatInt(seq.Add(1), 10))
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkTransferCreateLoopback measures POST /v1/transfers through the
+// whole pipeline (auth, idempotency, JSON, ledger, events) over loopback
+// with parallel clients. Compare with BenchmarkBaselineJSONLoopback, run in
+// the same invocation.
+func BenchmarkTransferCreateLoopback(b *testing.B) {
+	srv := fakeserver.New(b)
+	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true}); err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Fund("@alice", confpay.NetworkTest, "USDG", "1000000000000"); err != nil {
+		b.Fatal(err)
+	}
+	benchPost(b, srv.URL()+"/v1/transfers", alice.TestKey.Reveal(), http.StatusCreated)
+}
+
+// BenchmarkBaselineJSONLoopback is the floor: a minimal net/http handler
+// that decodes the same JSON body and answers a transfer-sized JSON object.
+func BenchmarkBaselineJSONLoopback(b *testing.B) {
+	type in struct {
+		To     string `json:"to"`
+		Amount string `json:"amount"`
+	}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var v in
+		if err := json.Unmarshal(body, &v); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		out, _ := json.Marshal(&confpay.Transfer{TransferID: "tr_0000000000000000000", Status: confpay.StatusPending, To: v.To,
+			Asset: "USDG", Confidential: true, TxHash: "0x" + strings.Repeat("ab", 32), CreatedAt: time.Unix(0, 0).UTC()})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(out)
+	}))
+	defer hs.Close()
+	benchPost(b, hs.URL+"/v1/transfers", "hc_test_x", http.StatusCreated)
+}

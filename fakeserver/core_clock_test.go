@@ -1,0 +1,138 @@
+package fakeserver_test
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/confpay/confpay-go/fakeserver"
+)
+
+func TestClockAdvanceRunsTimersInOrderAtTheirInstants(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.NewServer()
+	defer srv.Close()
+	c := srv.Clock()
+	start := c.Now()
+	if !start.Equal(fakeserver.DefaultStart) || !c.Virtual() {
+		t.Fatalf("start %v virtual %v", start, c.Virtual())
+	}
+	var log []string
+	at := func(d time.Duration, name string) *fakeserver.Timer {
+		return c.At(start.Add(d), func(now time.Time) {
+			log = append(log, fmt.Sprintf("%s@%v", name, now.Sub(start)))
+		})
+	}
+	at(3*time.Second, "c")
+	at(time.Second, "a")
+	at(time.Second, "a2") // same instant: scheduling order
+	stopped := at(2*time.Second, "never")
+	c.At(start.Add(2*time.Second), func(now time.Time) {
+		log = append(log, fmt.Sprintf("b@%v", now.Sub(start)))
+		// A timer scheduled by a timer, due within the window, runs too.
+		c.At(now.Add(500*time.Millisecond), func(now time.Time) {
+			log = append(log, fmt.Sprintf("b2@%v", now.Sub(start)))
+		})
+	})
+	at(time.Hour, "later")
+	if !stopped.Stop() || stopped.Stop() {
+		t.Fatal("Stop did not report the pending timer once")
+	}
+	if got := c.Advance(5 * time.Second); !got.Equal(start.Add(5 * time.Second)) {
+		t.Fatalf("Advance returned %v", got)
+	}
+	if fmt.Sprint(log) != "[a@1s a2@1s b@2s b2@2.5s c@3s]" {
+		t.Fatalf("ran %v", log)
+	}
+	if c.Pending() != 1 {
+		t.Fatalf("%d pending", c.Pending())
+	}
+
+	// Set moves to an instant, forward or back.
+	c.Set(start)
+	if !c.Now().Equal(start) {
+		t.Fatalf("Set back: %v", c.Now())
+	}
+	log = nil
+	c.At(start, func(time.Time) { log = append(log, "due") })
+	if len(log) != 0 {
+		t.Fatal("a due timer ran before Sync")
+	}
+	srv.Sync()
+	if fmt.Sprint(log) != "[due]" || !c.Now().Equal(start) {
+		t.Fatalf("Sync ran %v, now %v", log, c.Now())
+	}
+	srv.Set(start.Add(2 * time.Hour))
+	if fmt.Sprint(log) != "[due later@1h0m0s]" {
+		t.Fatalf("Set forward ran %v", log)
+	}
+}
+
+func TestClockWaitsForTrackedWork(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.NewServer()
+	defer srv.Close()
+	c := srv.Clock()
+	var done atomic.Int32
+	for i := range 4 {
+		c.At(c.Now().Add(time.Duration(i+1)*time.Second), func(time.Time) {
+			finish := c.Track()
+			go func() {
+				defer finish()
+				for range 100 {
+					runtime.Gosched()
+				}
+				done.Add(1)
+			}()
+		})
+	}
+	c.Advance(10 * time.Second)
+	if done.Load() != 4 {
+		t.Fatalf("Advance returned with %d of 4 tracked jobs done", done.Load())
+	}
+	c.WaitIdle() // nothing under way: returns at once
+}
+
+func TestRealClock(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.NewServer(fakeserver.WithRealClock())
+	defer srv.Close()
+	c := srv.Clock()
+	if c.Virtual() {
+		t.Fatal("WithRealClock gave a virtual clock")
+	}
+	wall := time.Now().UTC()
+	if d := c.Now().Sub(wall); d < -time.Second || d > time.Second {
+		t.Fatalf("real clock is %v off the wall clock", d)
+	}
+	fired := make(chan time.Time, 1)
+	c.At(c.Now().Add(20*time.Millisecond), func(now time.Time) { fired <- now })
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the real clock never fired its timer")
+	}
+
+	// Running timers never moves a real clock backwards.
+	var inside time.Time
+	c.At(c.Now(), func(time.Time) {
+		start := time.Now()
+		for time.Since(start) < 3*time.Millisecond {
+			runtime.Gosched()
+		}
+		inside = c.Now()
+	})
+	srv.Sync()
+	if after := c.Now(); after.Before(inside) {
+		t.Fatalf("the clock went back from %v to %v", inside, after)
+	}
+
+	// Advance shifts it.
+	before := c.Now()
+	c.Advance(time.Hour)
+	if d := c.Now().Sub(before); d < time.Hour || d > time.Hour+time.Second {
+		t.Fatalf("Advance(1h) moved the clock %v", d)
+	}
+}

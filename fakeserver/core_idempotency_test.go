@@ -1,0 +1,183 @@
+package fakeserver_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+)
+
+func TestIdempotentReplay(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	bob := cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	cFund(t, srv, "@alice", confpay.NetworkLive, "USDG", "100")
+	cFund(t, srv, "@bob", confpay.NetworkTest, "USDG", "100")
+	ac := cSDK(t, srv, alice.test(), nil)
+	ctx := context.Background()
+	p := &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("7")}
+
+	var r1, r2 confpay.Response
+	t1, err := ac.Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"), confpay.WithResponse(&r1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := ac.Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"), confpay.WithResponse(&r2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t1.TransferID != t2.TransferID || r1.IdempotentReplayed || !r2.IdempotentReplayed || r2.StatusCode != 201 || r1.RequestID == r2.RequestID {
+		t.Fatalf("replay: %s %s %+v %+v", t1.TransferID, t2.TransferID, r1, r2)
+	}
+	if ts, _ := srv.Transfers("@alice", confpay.NetworkTest); len(ts) != 1 {
+		t.Fatalf("%d transfers", len(ts))
+	}
+
+	// Same key, another body or path: 422.
+	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("8")}, confpay.WithIdempotencyKey("order-1"))
+	cWantErr(t, err, 422, confpay.CodeIdempotencyKeyReused, "")
+	a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), `{"url":"https://example.com/h","events":["transfer.confirmed"]}`, "Idempotency-Key", "order-1")
+	if a.status != 422 || a.err().Code != confpay.CodeIdempotencyKeyReused {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+
+	// Keys are scoped to the account and the network.
+	t3, err := cSDK(t, srv, bob.test(), nil).Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@alice", Amount: confpay.MustParseAmount("7")}, confpay.WithIdempotencyKey("order-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t4, err := cSDK(t, srv, alice.live(), nil).Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t3.TransferID == t1.TransferID || t4.TransferID == t1.TransferID {
+		t.Fatal("a key was shared across accounts or networks")
+	}
+
+	// An error answer is kept and replayed like any other.
+	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1000")}, confpay.WithIdempotencyKey("big"))
+	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
+	var r3 confpay.Response
+	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1000")}, confpay.WithIdempotencyKey("big"), confpay.WithResponse(&r3))
+	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
+	if !r3.IdempotentReplayed {
+		t.Fatal("the stored error was not replayed")
+	}
+
+	// After 24 hours the key is forgotten.
+	srv.Advance(24 * time.Hour)
+	t5, err := ac.Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"))
+	if err != nil || t5.TransferID == t1.TransferID {
+		t.Fatalf("after 24 h: %v", err)
+	}
+
+	// Bad keys.
+	for _, k := range []string{strings.Repeat("k", 256), "tab\there"} {
+		a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
+		if a.status != 400 || a.err().Param != "Idempotency-Key" {
+			t.Fatalf("key %q: %d %s", k, a.status, a.body)
+		}
+	}
+	a = cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "a", "Idempotency-Key", "b")
+	if a.status != 400 {
+		t.Fatalf("two keys: %d %s", a.status, a.body)
+	}
+}
+
+// waitTimers waits, without sleeping, until the server clock has at least
+// n timers scheduled.
+func waitTimers(srv *fakeserver.Server, n int) {
+	for srv.Clock().Pending() < n {
+		runtime.Gosched()
+	}
+}
+
+func TestIdempotencyKeyInUse(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: fakeserver.FaultDelay, Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"to":"@bob","amount":"5"}`
+	first := make(chan cAnswer)
+	go func() { first <- cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1") }()
+	waitTimers(srv, 1) // the first request is held, its key in use
+
+	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+	if a.status != 409 || a.err().Code != confpay.CodeIdempotencyKeyInUse {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	srv.Advance(time.Hour)
+	got := <-first
+	if got.status != 201 {
+		t.Fatalf("held request: %d %s", got.status, got.body)
+	}
+	a = cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" || string(a.body) != string(got.body) {
+		t.Fatalf("replay: %d %s", a.status, a.body)
+	}
+}
+
+func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	const n = 8
+	// Every first attempt commits and then loses its answer; so do a few
+	// retries.
+	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: n + 3, Action: fakeserver.FaultDropAfterCommit}); err != nil {
+		t.Fatal(err)
+	}
+	ac := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(5))
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp confpay.Response
+			tr, err := ac.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1.25")}, confpay.WithResponse(&resp))
+			if err != nil {
+				t.Errorf("create %d: %v", i, err)
+				return
+			}
+			if !resp.IdempotentReplayed {
+				t.Errorf("create %d: the answer was not a replay after a dropped commit", i)
+			}
+			ids[i] = tr.TransferID
+		}()
+	}
+	wg.Wait()
+	ts, _ := srv.Transfers("@alice", confpay.NetworkTest)
+	if len(ts) != n {
+		t.Fatalf("%d logical transfers made %d transfers", n, len(ts))
+	}
+	seen := map[string]bool{}
+	for _, tr := range ts {
+		seen[tr.TransferID] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Fatalf("the SDK returned %s, which the server does not hold", id)
+		}
+	}
+	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "90" {
+		t.Fatalf("alice available %s, want 90", got)
+	}
+	if f := srv.Faults(); f[0].Used != n+3 {
+		t.Fatalf("the drop fault applied %d times", f[0].Used)
+	}
+}

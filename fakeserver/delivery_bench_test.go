@@ -1,0 +1,119 @@
+package fakeserver
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// leanReceiver answers 204 to everything and keeps nothing, so that the
+// benchmarks measure the sender.
+func whLeanReceiver(b *testing.B) *httptest.Server {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(hs.Close)
+	return hs
+}
+
+// BenchmarkDeliveryThroughput emits b.N events and waits until every one
+// has been delivered (signed POST, answer recorded). With one subscription
+// the attempts are sequential (one in flight per subscription keeps
+// events in order); with eight, the pool works in parallel.
+func BenchmarkDeliveryThroughput(b *testing.B) {
+	for _, subs := range []int{1, 8} {
+		b.Run("subscriptions="+strconv.Itoa(subs), func(b *testing.B) {
+			s := New(b)
+			hs := whLeanReceiver(b)
+			var trs []*transfer
+			for i := range subs {
+				payer := newWHParty(b, s, "@payer"+strconv.Itoa(i))
+				payee := newWHParty(b, s, "@payee"+strconv.Itoa(i))
+				whSubscribe(b, payer, hs.URL+"/hook", webhookverify.KindTransferConfirmed)
+				trs = append(trs, whTransfer(s, payer.acct, payee.acct))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				whEmit(s, webhookverify.KindTransferConfirmed, trs[i%subs])
+			}
+			s.Sync()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n := 0
+			for _, sub := range s.nets[confpay.NetworkTest].hooks.subs {
+				for _, d := range sub.deliveries {
+					if d.status != confpay.DeliverySucceeded {
+						b.Fatalf("delivery %s is %s", d.id, d.status)
+					}
+					n++
+				}
+			}
+			if n != b.N {
+				b.Fatalf("%d deliveries for %d events", n, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkDeliveryBaselinePOST is the same work without the server: the
+// same number of goroutines POST a signed body of the same size to the
+// same kind of receiver. It bounds what loopback HTTP allows.
+func BenchmarkDeliveryBaselinePOST(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			hs := whLeanReceiver(b)
+			p := newDeliveryPool(10 * time.Second)
+			defer p.client.CloseIdleConnections()
+			body := bytes.Repeat([]byte("x"), 330)
+			jobs := make(chan int)
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for n := range jobs {
+						out := outgoing{url: hs.URL + "/hook", body: body, secret: "whsec_bench", eventID: "evt_" + strconv.Itoa(n), attempt: 1}
+						if code := p.post(p.ctx, &out); code != http.StatusNoContent {
+							panic(fmt.Sprintf("status %d", code))
+						}
+					}
+				}()
+			}
+			for i := range b.N {
+				jobs <- i
+			}
+			close(jobs)
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
+}
+
+// BenchmarkEmitNoSubscribers is what every transfer pays for its events
+// when nobody subscribed: two payloads marshalled and recorded.
+func BenchmarkEmitNoSubscribers(b *testing.B) {
+	s := New(b)
+	alice, bob := newWHParty(b, s, "@alice"), newWHParty(b, s, "@bob")
+	tr := whTransfer(s, alice.acct, bob.acct)
+	b.ReportAllocs()
+	for b.Loop() {
+		whEmit(s, webhookverify.KindTransferConfirmed, tr)
+	}
+}

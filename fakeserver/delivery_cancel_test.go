@@ -1,0 +1,348 @@
+package fakeserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// waitArrival waits for the receiver's request number n to arrive. The
+// timeout only turns a hang into a failure.
+func whWaitArrival(t *testing.T, rc *whReceiver, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-rc.arrived:
+			if got >= n {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("request %d never arrived", n)
+		}
+	}
+}
+
+func TestDeleteCancelsPendingRetries(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusInternalServerError))
+	s.Advance(5 * time.Second) // attempt 2
+	if n := rc.count(); n != 2 {
+		t.Fatalf("%d attempts before the delete, want 2", n)
+	}
+	if s.Clock().Pending() != 1 {
+		t.Fatalf("want one retry scheduled, have %d timers", s.Clock().Pending())
+	}
+	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Clock().Pending(); n != 0 {
+		t.Fatalf("%d timers left after the delete", n)
+	}
+	s.Advance(48 * time.Hour)
+	if n := rc.count(); n != 2 {
+		t.Fatalf("%d attempts after the delete, want still 2", n)
+	}
+}
+
+func TestDeleteAbortsTheAttemptInFlight(t *testing.T) {
+	s := New(t) // the default 10 s timeout: only the delete can end the request quickly
+	rc := newWHReceiver(t, s, whAlways(0))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	whWaitArrival(t, rc, 1)
+	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	s.Sync() // returns once the aborted attempt is recorded
+	s.Advance(48 * time.Hour)
+	if n := rc.count(); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
+	}
+	if n := s.Clock().Pending(); n != 0 {
+		t.Fatalf("%d timers left", n)
+	}
+}
+
+func TestDeleteDropsQueuedAttempts(t *testing.T) {
+	s := New(t, WithDeliveryWorkers(1))
+	blocker := newWHReceiver(t, s, whAlways(0))
+	rc := newWHReceiver(t, s, whAlways(200))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	wBlock := whSubscribe(t, bob, blocker.url(), webhookverify.KindTransferInitiated)
+	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	// The only worker is busy with bob's request while alice's waits.
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, bob.acct, alice.acct))
+	whWaitArrival(t, blocker, 1)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.client.Webhooks.Delete(context.Background(), wBlock.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	s.Sync()
+	if n := rc.count(); n != 0 {
+		t.Fatalf("a queued attempt of a deleted subscription was sent (%d requests)", n)
+	}
+}
+
+func TestReplayOfAFailedDelivery(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	var up atomic.Bool
+	rc, alice, w := whOneDelivery(t, s, func(int, *http.Request) int {
+		if !up.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	s.Advance(25 * time.Hour) // all eight attempts fail
+	ds := whDeliveries(t, alice, w.WebhookID)
+	if len(ds) != 1 || ds[0].Status != confpay.DeliveryFailed || ds[0].Attempts != 8 {
+		t.Fatalf("before the replay: %+v", ds)
+	}
+	s.Sync()
+	up.Store(true) // the receiver is back
+	r, err := alice.client.Webhooks.Replay(context.Background(), w.WebhookID, ds[0].EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sync()
+	hits := rc.all()
+	if len(hits) != 9 {
+		t.Fatalf("%d requests, want 8 attempts and the replay", len(hits))
+	}
+	last := hits[8]
+	if !bytes.Equal(last.body, hits[0].body) || last.header.Get(webhookverify.EventIDHeader) != ds[0].EventID ||
+		last.header.Get(webhookverify.AttemptHeader) != "1" || last.header.Get(webhookverify.SignatureHeader) != hits[0].header.Get(webhookverify.SignatureHeader) {
+		t.Fatal("the replay is not the same event, body and signature, as attempt 1")
+	}
+	ds = whDeliveries(t, alice, w.WebhookID)
+	if len(ds) != 2 || ds[0].DeliveryID != r.DeliveryID || ds[0].Trigger != confpay.TriggerReplay || ds[0].Status != confpay.DeliverySucceeded ||
+		ds[0].Attempts != 1 || ds[0].ResponseStatus != 200 || ds[1].Status != confpay.DeliveryFailed {
+		t.Fatalf("after the replay: %+v, %+v", ds[0], ds[1])
+	}
+}
+
+func TestReplayIsRetriedLikeAnyDelivery(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+		if n == 1 {
+			return http.StatusOK
+		}
+		if n == 2 {
+			return http.StatusInternalServerError // the replay's first attempt
+		}
+		return http.StatusOK
+	})
+	ev := whDeliveries(t, alice, w.WebhookID)[0].EventID
+	t0 := s.Now()
+	if _, err := alice.client.Webhooks.Replay(context.Background(), w.WebhookID, ev); err != nil {
+		t.Fatal(err)
+	}
+	s.Advance(time.Minute)
+	hits := rc.all()
+	if len(hits) != 3 || !hits[2].at.Equal(t0.Add(5*time.Second)) || hits[2].header.Get(webhookverify.AttemptHeader) != "2" {
+		t.Fatalf("the failed replay was not retried 5 s later (%d requests)", len(hits))
+	}
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Trigger != confpay.TriggerReplay || d.Status != confpay.DeliverySucceeded || d.Attempts != 2 || d.RetryCount != 1 {
+		t.Fatalf("replay record %+v", d)
+	}
+}
+
+func TestReplayNeedsAnEventOfTheAccount(t *testing.T) {
+	s := New(t)
+	alice, bob, carol := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob"), newWHParty(t, s, "@carol")
+	bot := newWHAgent(t, s, alice, "bot")
+	rc := newWHReceiver(t, s, whAlways(200))
+	wa := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
+	wbot := whSubscribe(t, bot, rc.url(), webhookverify.KindTransferConfirmed)
+	wc := whSubscribe(t, carol, rc.url(), webhookverify.KindAgentPolicyUpdated)
+	ctx := context.Background()
+
+	// bob pays the agent; the agent's side concerns the agent and alice.
+	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, bob.acct, bot.acct))
+	// An event on the live network.
+	s.mu.Lock()
+	s.emitTransferLocked(s.nets[confpay.NetworkLive], webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	var botSide, bobSide, liveSide string
+	for id, e := range s.nets[confpay.NetworkTest].hooks.events {
+		if e.concerns(bot.acct) {
+			botSide = id
+		} else {
+			bobSide = id
+		}
+	}
+	for id := range s.nets[confpay.NetworkLive].hooks.events {
+		liveSide = id
+	}
+	s.mu.Unlock()
+	s.Sync()
+
+	for _, tc := range []struct {
+		who   *whParty
+		wh    string
+		event string
+		ok    bool
+	}{
+		{alice, wa.WebhookID, botSide, true},   // the owner of the agent
+		{bot, wbot.WebhookID, botSide, true},   // the agent itself
+		{alice, wa.WebhookID, bobSide, false},  // the other side
+		{carol, wc.WebhookID, botSide, false},  // a stranger
+		{alice, wa.WebhookID, liveSide, false}, // the other network
+		{alice, wa.WebhookID, "evt_nosuchevent00000000", false},
+		{carol, wa.WebhookID, botSide, false}, // someone else's subscription
+	} {
+		_, err := tc.who.client.Webhooks.Replay(ctx, tc.wh, tc.event)
+		if tc.ok != (err == nil) {
+			t.Errorf("replay %s to %s by %s: %v", tc.event, tc.wh, tc.who.acct.handle, err)
+		}
+		var ae *confpay.APIError
+		if err != nil && (!errors.As(err, &ae) || ae.StatusCode != 404 || ae.Code != confpay.CodeNotFound) {
+			t.Errorf("replay %s to %s by %s: %v, want 404 not_found", tc.event, tc.wh, tc.who.acct.handle, err)
+		}
+	}
+}
+
+func TestCloseDoesNotWaitForAHangingReceiver(t *testing.T) {
+	s := NewServer() // the default 10 s timeout
+	s.Start()
+	t.Cleanup(s.Close)
+	rc := newWHReceiver(t, s, whAlways(0))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	whWaitArrival(t, rc, 1)
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close is waiting for the receiver")
+	}
+	s.Close() // twice is harmless
+	s.Clock().WaitIdle()
+}
+
+func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
+	s := New(t)
+	fail, hang := newWHReceiver(t, s, whAlways(http.StatusInternalServerError)), newWHReceiver(t, s, whAlways(0))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	whSubscribe(t, alice, fail.url(), webhookverify.KindTransferInitiated)
+	whSubscribe(t, bob, hang.url(), webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	whWaitArrival(t, fail, 1)
+	whWaitArrival(t, hang, 1)
+	s.Reset() // aborts the hanging request and any pending retry
+	if n := s.Clock().Pending(); n != 0 {
+		t.Fatalf("%d timers left after Reset", n)
+	}
+	s.Advance(48 * time.Hour)
+	if fail.count() != 1 || hang.count() != 1 {
+		t.Fatalf("requests after Reset: %d and %d, want 1 and 1", fail.count(), hang.count())
+	}
+	// The new pool works.
+	rc, _, _ := whOneDelivery(t, s, whAlways(200))
+	if n := rc.count(); n != 1 {
+		t.Fatalf("after Reset: %d deliveries, want 1", n)
+	}
+}
+
+func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
+	s := New(t, WithDeliveryWorkers(8))
+	var inFlight, most atomic.Int32
+	rc := newWHReceiver(t, s, func(int, *http.Request) int {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		return http.StatusOK
+	})
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated, webhookverify.KindTransferConfirmed)
+	var want []string
+	s.mu.Lock()
+	for range 40 {
+		tr := whTransfer(s, alice.acct, bob.acct)
+		s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferInitiated, tr)
+		s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferConfirmed, tr)
+		want = append(want, webhookverify.KindTransferInitiated+" "+tr.id, webhookverify.KindTransferConfirmed+" "+tr.id)
+	}
+	s.mu.Unlock()
+	s.Sync()
+	var got []string
+	for _, h := range rc.all() {
+		var m map[string]any
+		if err := json.Unmarshal(h.body, &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m["event"].(string)+" "+m["transfer_id"].(string))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events arrived out of order:\n got %v\nwant %v", got, want)
+	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d attempts to one subscription were in flight at once", m)
+	}
+}
+
+func TestSubscriptionsAreDeliveredInParallel(t *testing.T) {
+	s := New(t, WithDeliveryWorkers(2))
+	slow1, slow2 := newWHReceiver(t, s, whAlways(0)), newWHReceiver(t, s, whAlways(0))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	w1 := whSubscribe(t, alice, slow1.url(), webhookverify.KindTransferInitiated)
+	w2 := whSubscribe(t, bob, slow2.url(), webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	// Both arrive although neither receiver answers.
+	whWaitArrival(t, slow1, 1)
+	whWaitArrival(t, slow2, 1)
+	for _, d := range []struct {
+		p  *whParty
+		id string
+	}{{alice, w1.WebhookID}, {bob, w2.WebhookID}} {
+		if err := d.p.client.Webhooks.Delete(context.Background(), d.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Sync()
+}
+
+func TestDeleteDropsWaitingAttempts(t *testing.T) {
+	s := New(t)
+	rc := newWHReceiver(t, s, whAlways(0))
+	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
+	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	for range 3 {
+		whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	}
+	whWaitArrival(t, rc, 1) // the other two wait for it
+	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	s.Sync()
+	s.Advance(48 * time.Hour)
+	if n := rc.count(); n != 1 {
+		t.Fatalf("%d requests, want only the one in flight at the delete", n)
+	}
+}

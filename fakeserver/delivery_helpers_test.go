@@ -1,0 +1,213 @@
+package fakeserver
+
+// Helpers for the internal webhook tests: a recording receiver, accounts
+// and agents built directly, and events emitted by hand (the tests of
+// emission call the emit functions the way transfers and agents do).
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+)
+
+// hit is one request a receiver got.
+type whHit struct {
+	at     time.Time // the server's clock when it arrived
+	header http.Header
+	body   []byte
+}
+
+// receiver is a local webhook endpoint that records every request and
+// answers with answer(n, r), n counting from 1. An answer of 0 means "do
+// not answer": the handler waits until the request is cancelled.
+type whReceiver struct {
+	srv    *Server
+	hs     *httptest.Server
+	answer func(n int, r *http.Request) int
+	// arrived, if set, gets the number of each request as it arrives
+	// (buffered; the test reads what it needs).
+	arrived chan int
+
+	mu   sync.Mutex
+	hits []whHit
+}
+
+func newWHReceiver(t testing.TB, s *Server, answer func(n int, r *http.Request) int) *whReceiver {
+	t.Helper()
+	rc := &whReceiver{srv: s, answer: answer, arrived: make(chan int, 64)}
+	rc.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.hits = append(rc.hits, whHit{at: s.Now(), header: r.Header.Clone(), body: body})
+		n := len(rc.hits)
+		rc.mu.Unlock()
+		select {
+		case rc.arrived <- n:
+		default:
+		}
+		code := rc.answer(n, r)
+		if code == 0 {
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(rc.hs.Close)
+	return rc
+}
+
+// always answers every request with code.
+func whAlways(code int) func(int, *http.Request) int {
+	return func(int, *http.Request) int { return code }
+}
+
+func (rc *whReceiver) url() string { return rc.hs.URL + "/hooks" }
+
+func (rc *whReceiver) all() []whHit {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]whHit(nil), rc.hits...)
+}
+
+func (rc *whReceiver) count() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.hits)
+}
+
+// hmacHex is the test's own HMAC-SHA256, independent of webhookverify.
+func whHMAC(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// party is an account with an SDK client on the test network.
+type whParty struct {
+	acct   *account
+	client *confpay.Client
+}
+
+// newParty creates an account (a person) with a test key.
+func newWHParty(t testing.TB, s *Server, handle string) *whParty {
+	t.Helper()
+	info, err := s.CreateAccount(AccountParams{Handle: handle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Client(info.TestKey.Reveal(), confpay.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	a := s.accounts[info.AccountID]
+	s.mu.Unlock()
+	return &whParty{acct: a, client: c}
+}
+
+// newAgentParty builds an agent under owner directly (as agent creation
+// does) and gives it a test key.
+func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
+	t.Helper()
+	s.mu.Lock()
+	a := &account{
+		id:          newID("acct_"),
+		handle:      owner.acct.handle + "/" + name,
+		typ:         confpay.AccountAgent,
+		address:     newAddress(),
+		createdAt:   s.clock.Now(),
+		owner:       owner.acct,
+		agentName:   name,
+		agentStatus: confpay.AgentActive,
+	}
+	s.addAccountLocked(a)
+	owner.acct.agents = append(owner.acct.agents, a)
+	s.mu.Unlock()
+	k, err := s.IssueKey(a.id, confpay.NetworkTest, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Client(k.APIKey.Reveal(), confpay.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &whParty{acct: a, client: c}
+}
+
+// subscribe creates a subscription through the SDK and returns it with
+// its secret.
+func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpay.Webhook {
+	t.Helper()
+	w, err := p.client.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: url, Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// whUnits is the amount of every hand-built transfer: 123.456789 USDG.
+// It must never appear in a delivery.
+var whUnits = big.NewInt(123456789)
+
+// newTransfer builds a pending transfer from one account to another (to
+// nil: an external wallet).
+func whTransfer(s *Server, from, to *account) *transfer {
+	t := &transfer{
+		id:           newID("tr_"),
+		from:         from,
+		to:           to,
+		asset:        "USDG",
+		units:        new(big.Int).Set(whUnits),
+		confidential: true,
+		memo:         "invoice 42",
+		status:       confpay.StatusPending,
+		txHash:       "0x" + strings.Repeat("ab", 32),
+		createdAt:    s.Now(),
+	}
+	if to != nil {
+		t.toAddr, t.toText = to.address, to.handle
+	} else {
+		t.toAddr = newAddress()
+		t.toText = t.toAddr.Hex()
+	}
+	return t
+}
+
+// emitTransfer emits a transfer event on the test network the way the
+// transfer code does: under s.mu.
+func whEmit(s *Server, kind string, t *transfer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.emitTransferLocked(s.nets[confpay.NetworkTest], kind, t)
+}
+
+// setJitter replaces the retry jitter of s's delivery pool.
+func whSetJitter(s *Server, f func(time.Duration) time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nets[confpay.NetworkTest].hooks.pool.jitter = f
+}
+
+// whNoJitter keeps every retry wait nominal.
+func whNoJitter(d time.Duration) time.Duration { return d }
+
+// deliveriesOf lists a subscription's deliveries through the SDK.
+func whDeliveries(t testing.TB, p *whParty, webhookID string) []*confpay.Delivery {
+	t.Helper()
+	ds, err := p.client.Webhooks.Deliveries(context.Background(), webhookID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}

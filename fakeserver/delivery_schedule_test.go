@@ -1,0 +1,258 @@
+package fakeserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// whNominalOffsets are the attempt times after the first with no jitter:
+// each wait counts from the previous attempt, and the last attempt is at
+// the 24 h mark.
+var whNominalOffsets = []time.Duration{
+	0,
+	5 * time.Second,
+	5*time.Second + 5*time.Minute,
+	5*time.Second + 35*time.Minute,
+	5*time.Second + 2*time.Hour + 35*time.Minute,
+	5*time.Second + 7*time.Hour + 35*time.Minute,
+	5*time.Second + 17*time.Hour + 35*time.Minute,
+	24 * time.Hour,
+}
+
+// oneDelivery sets up a subscriber of transfer.confirmed whose receiver
+// answers with answer, emits one event and waits for the first attempt.
+func whOneDelivery(t *testing.T, s *Server, answer func(int, *http.Request) int) (*whReceiver, *whParty, *confpay.Webhook) {
+	t.Helper()
+	rc := newWHReceiver(t, s, answer)
+	alice := newWHParty(t, s, "@alice")
+	bob := newWHParty(t, s, "@bob")
+	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
+	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	s.Sync()
+	return rc, alice, w
+}
+
+func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	t0 := s.Now()
+	// Fail three times, then succeed.
+	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+		if n <= 3 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	})
+	if got := rc.count(); got != 1 {
+		t.Fatalf("after Sync the first attempt has run %d times, want 1", got)
+	}
+	ds := whDeliveries(t, alice, w.WebhookID)
+	if len(ds) != 1 || ds[0].Status != confpay.DeliveryPending || ds[0].Attempts != 1 || ds[0].ResponseStatus != 500 {
+		t.Fatalf("after one failure: %+v", ds[0])
+	}
+	if ds[0].NextAttemptAt == nil || !ds[0].NextAttemptAt.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("next_attempt_at = %v, want %v", ds[0].NextAttemptAt, t0.Add(5*time.Second))
+	}
+
+	// Just before the first retry nothing more has happened.
+	s.Advance(5*time.Second - time.Nanosecond)
+	if got := rc.count(); got != 1 {
+		t.Fatalf("retry ran early: %d attempts", got)
+	}
+	s.Advance(48 * time.Hour)
+	hits := rc.all()
+	if len(hits) != 4 {
+		t.Fatalf("got %d attempts, want 4 (three failures, one success)", len(hits))
+	}
+	for i, h := range hits {
+		if want := t0.Add(whNominalOffsets[i]); !h.at.Equal(want) {
+			t.Errorf("attempt %d at %v, want %v", i+1, h.at, want)
+		}
+		if got := h.header.Get(webhookverify.AttemptHeader); got != strconv.Itoa(i+1) {
+			t.Errorf("attempt %d carries %s %q", i+1, webhookverify.AttemptHeader, got)
+		}
+		if string(h.body) != string(hits[0].body) {
+			t.Errorf("attempt %d body differs from the first", i+1)
+		}
+	}
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliverySucceeded || d.Attempts != 4 || d.RetryCount != 3 || d.ResponseStatus != 204 ||
+		d.NextAttemptAt != nil || d.LastAttemptAt == nil || !d.LastAttemptAt.Equal(hits[3].at) || d.Trigger != confpay.TriggerEvent {
+		t.Fatalf("final record: %+v", d)
+	}
+}
+
+func TestDeliveryNeverAnswered2xxFails(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	t0 := s.Now()
+	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusServiceUnavailable))
+	// Step to each scheduled instant: the attempt is there exactly then.
+	for i := 1; i < len(whNominalOffsets); i++ {
+		s.Set(t0.Add(whNominalOffsets[i] - time.Millisecond))
+		if got := rc.count(); got != i {
+			t.Fatalf("1 ms before attempt %d: %d attempts so far", i+1, got)
+		}
+		s.Set(t0.Add(whNominalOffsets[i]))
+		if got := rc.count(); got != i+1 {
+			t.Fatalf("at attempt %d's time: %d attempts so far", i+1, got)
+		}
+	}
+	s.Advance(72 * time.Hour)
+	hits := rc.all()
+	if len(hits) != 8 {
+		t.Fatalf("got %d attempts, want 8", len(hits))
+	}
+	for i, h := range hits {
+		if want := t0.Add(whNominalOffsets[i]); !h.at.Equal(want) {
+			t.Errorf("attempt %d at %v, want %v", i+1, h.at, want)
+		}
+	}
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliveryFailed || d.Attempts != 8 || d.RetryCount != 7 || d.ResponseStatus != 503 || d.NextAttemptAt != nil {
+		t.Fatalf("final record: %+v", d)
+	}
+	if !d.LastAttemptAt.Equal(t0.Add(24 * time.Hour)) {
+		t.Fatalf("last attempt at %v, want the 24 h mark", d.LastAttemptAt)
+	}
+	if n := s.Clock().Pending(); n != 0 {
+		t.Fatalf("%d timers still pending after the delivery failed", n)
+	}
+}
+
+func TestDeliveryRealJitterStaysInBand(t *testing.T) {
+	s := New(t)
+	t0 := s.Now()
+	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusBadGateway))
+	s.Advance(72 * time.Hour)
+	hits := rc.all()
+	if len(hits) != 8 {
+		t.Fatalf("got %d attempts, want 8", len(hits))
+	}
+	if !hits[0].at.Equal(t0) {
+		t.Fatalf("first attempt at %v, want %v", hits[0].at, t0)
+	}
+	for i, nominal := range retryIntervals {
+		gap := hits[i+1].at.Sub(hits[i].at)
+		lo, hi := nominal-nominal/10, nominal+nominal/10
+		if gap < lo || gap > hi {
+			t.Errorf("wait before attempt %d is %v, want within ±10%% of %v", i+2, gap, nominal)
+		}
+	}
+	if last := hits[7].at; !last.Equal(t0.Add(24 * time.Hour)) {
+		t.Errorf("last attempt at %v, want exactly 24 h after the first", last)
+	}
+	if d := whDeliveries(t, alice, w.WebhookID)[0]; d.Status != confpay.DeliveryFailed || d.Attempts != 8 {
+		t.Fatalf("final record: %+v", d)
+	}
+}
+
+func TestDefaultJitterBand(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for _, d := range retryIntervals {
+		for range 500 {
+			j := defaultJitter(d)
+			if j < d-d/10 || j > d+d/10 {
+				t.Fatalf("defaultJitter(%v) = %v, outside ±10%%", d, j)
+			}
+			seen[j] = true
+		}
+	}
+	if len(seen) < 100 {
+		t.Fatalf("defaultJitter produced only %d distinct values in 3000 draws", len(seen))
+	}
+}
+
+func TestRetryAtNeverPassesTheDeadline(t *testing.T) {
+	first := DefaultStart
+	deadline := first.Add(24 * time.Hour)
+	huge := func(d time.Duration) time.Duration { return 100 * d }
+	// A jitter that overshoots lands on the 24 h mark, and nothing follows.
+	next, ok := retryAt(first, first.Add(17*time.Hour), 6, huge)
+	if !ok || !next.Equal(deadline) {
+		t.Fatalf("retryAt with overshooting jitter = %v, %v; want the deadline", next, ok)
+	}
+	if _, ok := retryAt(first, deadline, 6, huge); ok {
+		t.Fatal("an attempt at the 24 h mark was followed by another")
+	}
+	// A jitter that goes backwards never schedules before the last attempt.
+	back := func(d time.Duration) time.Duration { return -d }
+	last := first.Add(time.Hour)
+	if next, ok := retryAt(first, last, 2, back); !ok || !next.Equal(last) {
+		t.Fatalf("retryAt with negative jitter = %v, %v; want %v", next, ok, last)
+	}
+	// The eighth attempt is the last whatever the times.
+	if _, ok := retryAt(first, first.Add(time.Minute), maxAttempts, whNoJitter); ok {
+		t.Fatal("a ninth attempt was scheduled")
+	}
+	// The seventh retry goes to the deadline exactly.
+	if next, ok := retryAt(first, first.Add(whNominalOffsets[6]), 7, whNoJitter); !ok || !next.Equal(deadline) {
+		t.Fatalf("after attempt 7: %v, %v; want the deadline", next, ok)
+	}
+}
+
+func TestDeliveryTimeoutIsAFailure(t *testing.T) {
+	s := New(t, WithDeliveryTimeout(50*time.Millisecond))
+	whSetJitter(s, whNoJitter)
+	t0 := s.Now()
+	// The first request is never answered; the second is.
+	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+		if n == 1 {
+			return 0
+		}
+		return http.StatusOK
+	})
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliveryPending || d.Attempts != 1 || d.ResponseStatus != 0 ||
+		d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("after a timeout: %+v", d)
+	}
+	s.Advance(5 * time.Second)
+	if got := rc.count(); got != 2 {
+		t.Fatalf("%d attempts, want 2", got)
+	}
+	d = whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliverySucceeded || d.Attempts != 2 || d.ResponseStatus != 200 {
+		t.Fatalf("after the retry: %+v", d)
+	}
+}
+
+func TestDeliveryRedirectIsAFailure(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	target := newWHReceiver(t, s, whAlways(http.StatusOK))
+	redirector := httptest.NewServer(http.RedirectHandler(target.url(), http.StatusFound))
+	t.Cleanup(redirector.Close)
+	alice := newWHParty(t, s, "@alice")
+	bob := newWHParty(t, s, "@bob")
+	w := whSubscribe(t, alice, redirector.URL, webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	s.Sync()
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliveryPending || d.ResponseStatus != http.StatusFound || target.count() != 0 {
+		t.Fatalf("after a redirect: %+v (the redirect target got %d requests)", d, target.count())
+	}
+}
+
+func TestDeliveryRefusedConnectionIsAFailure(t *testing.T) {
+	s := New(t)
+	whSetJitter(s, whNoJitter)
+	rc := newWHReceiver(t, s, whAlways(http.StatusOK))
+	url := rc.url()
+	rc.hs.Close() // nobody listens there any more
+	alice := newWHParty(t, s, "@alice")
+	bob := newWHParty(t, s, "@bob")
+	w := whSubscribe(t, alice, url, webhookverify.KindTransferInitiated)
+	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	s.Sync()
+	d := whDeliveries(t, alice, w.WebhookID)[0]
+	if d.Status != confpay.DeliveryPending || d.Attempts != 1 || d.ResponseStatus != 0 || d.NextAttemptAt == nil {
+		t.Fatalf("after a refused connection: %+v", d)
+	}
+}

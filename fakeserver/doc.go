@@ -1,0 +1,115 @@
+// Package fakeserver is an in-memory reference implementation of the
+// confidential payments service, for tests: the whole /v1 interface with
+// real state and real rules, a simulated chain, a virtual clock, scripted
+// faults, and a direct state API for assertions.
+//
+// # One line in a test
+//
+//	srv := fakeserver.New(t) // listens on 127.0.0.1:0, closed when the test ends
+//	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+//	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "100")
+//	client, _ := srv.Client(alice.TestKey.Reveal())
+//	// ... use client; srv.Advance(time.Second) confirms what was sent.
+//
+// Servers share nothing: New is safe in parallel tests. NewServer (with
+// Start and Close) serves outside tests, Handler mounts the server in your
+// own http.Server, and the command confpay-fakeserver runs it standalone.
+//
+// # What is real and what is simulated
+//
+// Real: HTTP (routing, 401/404/405/413, the flat error body, X-Request-Id on
+// every answer), authentication with hashed keys and immediate revocation,
+// per-key usage, networks selected by the key prefix with fully separate
+// state, KYC gating, recipients, exact amounts, reservations, idempotency,
+// pagination, spend policies and held payments (agents.go, policy.go),
+// webhook subscriptions, signing and retries (events.go, delivery.go), and
+// the confidentiality protocol: balance ciphertexts, decryption-proof
+// verification and sealed notes (package decrypt).
+//
+// Simulated: the chain. Balances live in an in-memory ledger; a transfer
+// is "mined" one block time (WithBlockTime, default 1 s) after it is
+// submitted, on the server's clock; tx hashes are keccak-256 of the
+// transfer's canonical encoding, never on any real chain; a transfer fails
+// only when a test says so (FailTransfer, or a fault).
+//
+// # Support matrix
+//
+//	GET    /v1/accounts/me                                the key's account, with encryption_key
+//	GET    /v1/accounts/me/balances                       both shapes: nonzero + ciphertext + version, or figures from a proof
+//	GET    /v1/accounts/me/agents                         agents.go
+//	POST   /v1/accounts/me/agents                         agents.go
+//	GET    /v1/agents/{account_id}/spend-policy           agents.go
+//	PATCH  /v1/agents/{account_id}/spend-policy           agents.go
+//	GET    /v1/agents/transactions/pending                agents.go
+//	POST   /v1/agents/transactions/{id}/approve           agents.go
+//	POST   /v1/agents/transactions/{id}/reject            agents.go
+//	POST   /v1/transfers                                  201 pending, or 202 held for an agent above its threshold
+//	GET    /v1/transfers/{transfer_id}                    sender, recipient, or the owner of an agent party
+//	GET    /v1/transfers                                  limit, offset, status, from, to; newest first; has_more
+//	POST   /v1/webhooks, GET /v1/webhooks                 events.go, webhooks.go
+//	DELETE /v1/webhooks/{webhook_id}                      webhooks.go
+//	POST   /v1/webhooks/{webhook_id}/replay/{event_id}    webhooks.go
+//	GET    /v1/webhooks/{webhook_id}/deliveries           webhooks.go
+//	       /_fake/...                                     the admin interface (admin.go, docs/fakeserver.md)
+//
+// Behaviour, all as docs/interface.md decides:
+//
+//   - Errors: every code of the interface's table and of the decisions, in
+//     the flat body {code, message, request_id, param, rule, reason};
+//     malformed input is 400 invalid_request naming the field in param;
+//     unknown JSON fields and unknown query parameters are refused; bodies
+//     over 1 MiB are 413.
+//   - Authentication: every /v1 endpoint answers 401 without a valid,
+//     unrevoked key; the key's prefix selects the network, and a test key
+//     never sees live state (404 not_found, as for an unknown id).
+//   - Transfers: recipients by @handle (any case), @owner/agent, 0x address
+//     (EIP-55 checked when mixed case; an unknown address is an external
+//     wallet) or a registered domain; self-payment is 400; KYC unverified or
+//     pending is 403; confidential:true to a recipient without an encryption
+//     key, or to an external wallet, is 422 recipient_not_confidential_ready;
+//     the amount is reserved at submit (402 insufficient_balance when it is
+//     not available), so concurrent payments never overdraw.
+//   - Idempotency: POST, PATCH and DELETE with Idempotency-Key replay the
+//     first answer for 24 hours (Idempotent-Replayed: true); another body,
+//     method or path is 422, a request still running is 409. Answers of 500
+//     and above are not kept.
+//   - Confidentiality: the ledger keeps one balance ciphertext per
+//     (account, network, asset), versioned; it is produced when first read
+//     and cached for its version. Proofs are verified against the current
+//     ciphertexts; every figure returned comes from the proof, with
+//     Cache-Control: no-store. Transfers carry encrypted_note, sealed to the
+//     sender's and the recipient's keys (an agent's is its owner's). No
+//     answer ever carries a plaintext amount.
+//
+// # The direct state API
+//
+// Beside the wire, tests drive and inspect the server directly:
+// CreateAccount, IssueKey, RevokeKey, Keys, SetKYC, SetAgentStatus,
+// RegisterDomain, Fund, Books (plaintext balances), Transfer and Transfers
+// (records with amounts), Settle, FailTransfer, FailTransferAtConfirmation,
+// AddFault, Faults, ClearFaults, Account, Accounts, Snapshot and Reset.
+// Each has an HTTP twin under /_fake for tests in other languages.
+//
+// # Time
+//
+// Each server has its own Clock. In tests it is virtual: it starts at
+// DefaultStart and moves only with Advance or Set, which run every timer
+// that falls due (confirmations, approval expiry, webhook retries) at its
+// own instant and wait for the work those timers start. Sync waits until
+// everything due now has run: tests never sleep. WithRealClock follows the
+// wall clock (the binary's default).
+//
+// # Faults
+//
+// AddFault scripts the /v1 interface: the next Times requests matching a
+// method and a path pattern answer an error (with Retry-After), are held
+// for a delay, are executed and then lose their answer (drop_after_commit,
+// to prove a client's retries are exactly-once), or create a transfer that
+// fails at confirmation. The admin interface is never faulted.
+//
+// # Locking
+//
+// All domain state is guarded by one mutex; a domain operation decides and
+// mutates in one critical section. Cryptography (ciphertexts, notes, proof
+// verification) runs outside it on copied inputs.
+package fakeserver

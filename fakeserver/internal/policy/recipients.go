@@ -1,0 +1,150 @@
+package policy
+
+import (
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// MaxRecipients is the most entries allowed_recipients may hold.
+const MaxRecipients = 100
+
+var (
+	handleRE      = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}$`)
+	agentHandleRE = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}/[A-Za-z0-9_-]{1,32}$`)
+	domainRE      = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
+)
+
+var (
+	errRecipientShape = errors.New("must be an @handle, an @owner/agent handle, a 0x address, a domain name or *.domain")
+	errWildcard       = errors.New(`a wildcard must be "*." then a domain name with at least two labels, such as *.example.com`)
+	errAddress        = errors.New("must be 0x then 40 hex digits, and mixed case must pass the EIP-55 checksum")
+)
+
+// validDomain reports whether s is a DNS name of at least two labels.
+func validDomain(s string) bool { return len(s) <= 253 && domainRE.MatchString(s) }
+
+// Recipient is what a payment's recipient is called: every name of it a
+// policy entry may match. An external wallet has only its address.
+type Recipient struct {
+	Handle  string   // "@bob" or "@alice/bot", any case; "" for a wallet
+	Address [20]byte // the chain address
+	Domains []string // registered domain names
+}
+
+// recipients is the allowed_recipients entries, indexed for matching.
+type recipients struct {
+	list     []string // as written, for rendering
+	handles  map[string]struct{}
+	addrs    map[[20]byte]struct{}
+	domains  map[string]struct{}
+	suffixes []string // ".example.com" for "*.example.com"
+}
+
+// add classifies one entry and adds it to r. It reports whether the entry
+// repeats an earlier one (ignoring case).
+func (r *recipients) add(entry string) (dup bool, err error) {
+	switch {
+	case strings.HasPrefix(entry, "@"):
+		if !handleRE.MatchString(entry) && !agentHandleRE.MatchString(entry) {
+			return false, errRecipientShape
+		}
+		k := strings.ToLower(entry)
+		if _, ok := r.handles[k]; ok {
+			return true, nil
+		}
+		r.handles[k] = struct{}{}
+	case strings.HasPrefix(entry, "0x") || strings.HasPrefix(entry, "0X"):
+		a, err := parseAddress(entry)
+		if err != nil {
+			return false, err
+		}
+		if _, ok := r.addrs[a]; ok {
+			return true, nil
+		}
+		r.addrs[a] = struct{}{}
+	case strings.HasPrefix(entry, "*"):
+		rest, ok := strings.CutPrefix(entry, "*.")
+		if !ok || !validDomain(rest) {
+			return false, errWildcard
+		}
+		suffix := "." + strings.ToLower(rest)
+		for _, s := range r.suffixes {
+			if s == suffix {
+				return true, nil
+			}
+		}
+		r.suffixes = append(r.suffixes, suffix)
+	default:
+		if strings.Contains(entry, "*") {
+			return false, errWildcard
+		}
+		if !validDomain(entry) {
+			return false, errRecipientShape
+		}
+		k := strings.ToLower(entry)
+		if _, ok := r.domains[k]; ok {
+			return true, nil
+		}
+		r.domains[k] = struct{}{}
+	}
+	r.list = append(r.list, entry)
+	return false, nil
+}
+
+// parseAddress checks a 0x address: 40 hex digits; mixed case must pass
+// the EIP-55 checksum.
+func parseAddress(s string) ([20]byte, error) {
+	if len(s) != 42 || s[:2] != "0x" {
+		return [20]byte{}, errAddress
+	}
+	raw := s[2:]
+	var a [20]byte
+	if _, err := hex.Decode(a[:], []byte(raw)); err != nil {
+		return [20]byte{}, errAddress
+	}
+	if raw != strings.ToLower(raw) && raw != strings.ToUpper(raw) && common.Address(a).Hex() != s {
+		return [20]byte{}, errAddress
+	}
+	return a, nil
+}
+
+// match reports whether any of to's names matches an entry: its handle or
+// a domain exactly (ignoring case), its address, or a domain ending in a
+// wildcard's ".suffix" (never the wildcard's apex itself).
+func (r *recipients) match(to *Recipient) bool {
+	if _, ok := r.addrs[to.Address]; ok {
+		return true
+	}
+	if to.Handle != "" && len(r.handles) > 0 {
+		if _, ok := r.handles[lower(to.Handle)]; ok {
+			return true
+		}
+	}
+	for _, d := range to.Domains {
+		d = lower(d)
+		if _, ok := r.domains[d]; ok {
+			return true
+		}
+		for _, s := range r.suffixes {
+			if len(d) > len(s) && strings.HasSuffix(d, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lower is strings.ToLower for ASCII names, without allocating when s is
+// already lower case.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,133 @@
+package fakeserver
+
+import (
+	"errors"
+	"math/big"
+	"net/http"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+)
+
+// Spend policies: the glue between the pure rules (internal/policy) and
+// the server. An agent's policy is an identity attribute, shared by both
+// networks. A policy value is immutable: a PATCH installs a new value under
+// the same policy id, so everything judged after the change sees the new
+// rules, everything judged before keeps the old ones, and settled payments
+// are never touched. All of it is guarded by s.mu.
+
+// policy is an agent's spend policy (account.policy).
+type policy struct {
+	id        string        // policy_...
+	rules     *rules.Policy // immutable
+	updatedAt time.Time
+}
+
+// spendPolicyID is the id of an agent's spend policy, "" for an account
+// that has none.
+func (a *account) spendPolicyID() string {
+	if a.policy == nil {
+		return ""
+	}
+	return a.policy.id
+}
+
+// view renders the policy as the wire type.
+func (p *policy) view() *confpay.SpendPolicy {
+	r := p.rules
+	v := &confpay.SpendPolicy{
+		PolicyID:                p.id,
+		DailyLimitUSDG:          limitOf(r.DailyLimit()),
+		PerTransactionLimitUSDG: limitOf(r.PerTransactionLimit()),
+		AllowedRecipients:       r.Recipients(),
+		Assets:                  r.Assets(),
+		ActiveHours:             r.ActiveHours().String(),
+		UpdatedAt:               p.updatedAt,
+	}
+	if th, ok := r.Threshold(); ok {
+		l := limitOf(th)
+		v.HITLThresholdUSDG = &l
+	}
+	return v
+}
+
+// limitOf converts micro-USDG to the wire's exact Limit.
+func limitOf(micro int64) confpay.Limit {
+	return confpay.MustParseLimit(rules.FormatMicro(micro))
+}
+
+// policyError turns a validation failure into 400 invalid_policy naming
+// the field; prefix is "spend_policy." inside an agent creation body.
+func policyError(err error, prefix, whole string) *apiError {
+	var fe *rules.FieldError
+	if !errors.As(err, &fe) {
+		return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, "the spend policy is invalid").withParam(whole)
+	}
+	param := whole
+	if fe.Field != "" {
+		param = prefix + fe.Field
+	}
+	msg := "the spend policy " + fe.Problem
+	if fe.Field != "" {
+		msg = param + " " + fe.Problem
+	}
+	return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, msg).withParam(param)
+}
+
+// ethRateMicro is the reference rate in micro-USDG per ETH.
+func (s *Server) ethRateMicro() *big.Int { return s.opts.ethRate.MicroUSDG() }
+
+// ownedAgentLocked finds the agent named by the path's account_id for a
+// policy call: 404 not_found when there is no such agent, 403
+// not_agent_owner when the caller is not its owner (the agent included).
+func (s *Server) ownedAgentLocked(c *call) (*account, *apiError) {
+	a, ok := s.accounts[c.r.PathValue("account_id")]
+	if !ok || !a.isAgent() {
+		return nil, errNotFound("no such agent")
+	}
+	if a.owner != c.acct {
+		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "only the agent's owner may read or change its spend policy")
+	}
+	return a, nil
+}
+
+// ---- GET /v1/agents/{account_id}/spend-policy ----
+
+func (s *Server) handleGetPolicy(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, apiErr := s.ownedAgentLocked(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	return http.StatusOK, a.policy.view(), nil
+}
+
+// ---- PATCH /v1/agents/{account_id}/spend-policy ----
+
+// handleUpdatePolicy changes only the fields sent, validates the merged
+// result and answers the whole policy. When a value actually changed, the
+// policy gets a new updated_at and agent.policy.updated is emitted on the
+// caller's network; a PATCH that changes nothing is answered as a read.
+func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, apiErr := s.ownedAgentLocked(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	next, changed, err := a.policy.rules.Patch(c.body)
+	if err != nil {
+		var fe *rules.FieldError
+		if errors.As(err, &fe) && fe.Field == "" {
+			return 0, nil, errInvalid("body", "the body must be one JSON object of spend-policy fields")
+		}
+		return 0, nil, policyError(err, "", "body")
+	}
+	if len(changed) > 0 {
+		a.policy = &policy{id: a.policy.id, rules: next, updatedAt: s.clock.Now()}
+		s.emitPolicyUpdatedLocked(c.net, a, changed)
+	}
+	return http.StatusOK, a.policy.view(), nil
+}

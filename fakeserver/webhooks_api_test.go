@@ -1,0 +1,279 @@
+package fakeserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// whAccount creates an account and returns its keys and SDK clients.
+type whAccount struct {
+	info *fakeserver.AccountInfo
+	test *confpay.Client
+	live *confpay.Client
+}
+
+func newWHAccount(t *testing.T, srv *fakeserver.Server, handle string) *whAccount {
+	t.Helper()
+	info, err := srv.CreateAccount(fakeserver.AccountParams{Handle: handle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := srv.Client(info.TestKey.Reveal(), confpay.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := srv.Client(info.LiveKey.Reveal(), confpay.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &whAccount{info: info, test: tc, live: lc}
+}
+
+// rawHook sends one request with the account's test key and returns the
+// status and body.
+func whRaw(t *testing.T, srv *fakeserver.Server, key confpay.Secret, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key.Reveal())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func whWantError(t *testing.T, err error, status int, code, param string) {
+	t.Helper()
+	var ae *confpay.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("got %v, want a %d %s API error", err, status, code)
+	}
+	if ae.StatusCode != status || ae.Code != code || ae.Param != param {
+		t.Fatalf("got %d %s param %q, want %d %s param %q (%s)", ae.StatusCode, ae.Code, ae.Param, status, code, param, ae.Message)
+	}
+}
+
+var whSecretRE = regexp.MustCompile(`^whsec_[A-Za-z0-9]{32}$`)
+
+func TestWebhooksCreateListDelete(t *testing.T) {
+	srv := fakeserver.New(t)
+	alice := newWHAccount(t, srv, "@alice")
+	ctx := context.Background()
+
+	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
+		URL:    "https://hooks.example.com/confpay",
+		Events: []string{webhookverify.KindTransferConfirmed, webhookverify.KindAgentPolicyUpdated},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(w.WebhookID, "wh_") || w.URL != "https://hooks.example.com/confpay" ||
+		len(w.Events) != 2 || w.Events[0] != webhookverify.KindTransferConfirmed || !w.CreatedAt.Equal(srv.Now()) {
+		t.Fatalf("created %+v", w)
+	}
+	if !whSecretRE.MatchString(w.Secret.Reveal()) {
+		t.Fatal("the secret is not whsec_ and 32 base62 characters")
+	}
+	w2, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://127.0.0.1:9/h", Events: []string{webhookverify.KindTransferFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Secret == w.Secret {
+		t.Fatal("two subscriptions share a secret")
+	}
+
+	// The list has no secrets, in creation order.
+	status, body := whRaw(t, srv, alice.info.TestKey, "GET", "/v1/webhooks", "")
+	if status != 200 {
+		t.Fatalf("list: %d %s", status, body)
+	}
+	if strings.Contains(string(body), "secret") || strings.Contains(string(body), w.Secret.Reveal()) {
+		t.Fatalf("the list shows a secret: %s", body)
+	}
+	list, err := alice.test.Webhooks.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].WebhookID != w.WebhookID || list[1].WebhookID != w2.WebhookID || list[0].Secret != "" {
+		t.Fatalf("list %+v", list)
+	}
+	// The other network has its own (empty) list.
+	if l, err := alice.live.Webhooks.List(ctx); err != nil || len(l) != 0 {
+		t.Fatalf("live list: %v, %v", l, err)
+	}
+	status, body = whRaw(t, srv, alice.info.LiveKey, "GET", "/v1/webhooks", "")
+	if status != 200 || strings.TrimSpace(string(body)) != `{"webhooks":[]}` {
+		t.Fatalf("empty list: %d %s", status, body)
+	}
+
+	// Delete: 204 at once, then 404.
+	status, body = whRaw(t, srv, alice.info.TestKey, "DELETE", "/v1/webhooks/"+w.WebhookID, "")
+	if status != http.StatusNoContent || len(body) != 0 {
+		t.Fatalf("delete: %d %q", status, body)
+	}
+	whWantError(t, alice.test.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+	if list, _ := alice.test.Webhooks.List(ctx); len(list) != 1 || list[0].WebhookID != w2.WebhookID {
+		t.Fatalf("list after delete %+v", list)
+	}
+	_, err = alice.test.Webhooks.Deliveries(ctx, w.WebhookID)
+	whWantError(t, err, 404, confpay.CodeNotFound, "")
+}
+
+func TestWebhooksAreScopedToAccountAndNetwork(t *testing.T) {
+	srv := fakeserver.New(t)
+	alice, mallory := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@mallory")
+	ctx := context.Background()
+	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://a.example.com/", Events: []string{webhookverify.KindTransferConfirmed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*confpay.Client{"another account": mallory.test, "the other network": alice.live} {
+		_, err := c.Webhooks.Deliveries(ctx, w.WebhookID)
+		whWantError(t, err, 404, confpay.CodeNotFound, "")
+		_, err = c.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
+		whWantError(t, err, 404, confpay.CodeNotFound, "")
+		whWantError(t, c.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+		if l, _ := c.Webhooks.List(ctx); len(l) != 0 {
+			t.Fatalf("%s lists alice's subscription", name)
+		}
+	}
+	// Still there for alice.
+	if ds, err := alice.test.Webhooks.Deliveries(ctx, w.WebhookID); err != nil || len(ds) != 0 {
+		t.Fatalf("alice's deliveries: %v, %v", ds, err)
+	}
+	_, err = alice.test.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
+	whWantError(t, err, 404, confpay.CodeNotFound, "")
+}
+
+func TestWebhooksCreateValidation(t *testing.T) {
+	srv := fakeserver.New(t)
+	alice := newWHAccount(t, srv, "@alice")
+	ok := `["transfer.confirmed"]`
+	cases := []struct {
+		name, body, param string
+	}{
+		{"no url", `{"events":` + ok + `}`, "url"},
+		{"empty url", `{"url":"","events":` + ok + `}`, "url"},
+		{"url not a string", `{"url":5,"events":` + ok + `}`, "url"},
+		{"http to a public host", `{"url":"http://example.com/h","events":` + ok + `}`, "url"},
+		{"http to 0.0.0.0", `{"url":"http://0.0.0.0:80/h","events":` + ok + `}`, "url"},
+		{"http to 128.0.0.1", `{"url":"http://128.0.0.1/h","events":` + ok + `}`, "url"},
+		{"http to ::2", `{"url":"http://[::2]/h","events":` + ok + `}`, "url"},
+		{"http to a localhost subdomain", `{"url":"http://localhost.example.com/h","events":` + ok + `}`, "url"},
+		{"ftp", `{"url":"ftp://example.com/h","events":` + ok + `}`, "url"},
+		{"relative", `{"url":"/hooks","events":` + ok + `}`, "url"},
+		{"no host", `{"url":"https:///hooks","events":` + ok + `}`, "url"},
+		{"opaque", `{"url":"https:example.com","events":` + ok + `}`, "url"},
+		{"credentials", `{"url":"https://user:pw@example.com/h","events":` + ok + `}`, "url"},
+		{"spaces", `{"url":"https://exa mple.com/","events":` + ok + `}`, "url"},
+		{"too long", `{"url":"https://example.com/` + strings.Repeat("a", 2048) + `","events":` + ok + `}`, "url"},
+		{"no events", `{"url":"https://example.com/h"}`, "events"},
+		{"null events", `{"url":"https://example.com/h","events":null}`, "events"},
+		{"empty events", `{"url":"https://example.com/h","events":[]}`, "events"},
+		{"unknown kind", `{"url":"https://example.com/h","events":["transfer.created"]}`, "events"},
+		{"kind with other case", `{"url":"https://example.com/h","events":["Transfer.Confirmed"]}`, "events"},
+		{"duplicate kind", `{"url":"https://example.com/h","events":["transfer.confirmed","transfer.failed","transfer.confirmed"]}`, "events"},
+		{"kind not a string", `{"url":"https://example.com/h","events":[1]}`, "events"},
+		{"unknown field", `{"url":"https://example.com/h","events":` + ok + `,"secret":"mine"}`, "secret"},
+		{"not an object", `[]`, "body"},
+		{"not JSON", `{"url":`, "body"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := whRaw(t, srv, alice.info.TestKey, "POST", "/v1/webhooks", tc.body)
+			var e confpay.ErrorBody
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatalf("%d %s", status, body)
+			}
+			if status != 400 || e.Code != confpay.CodeInvalidRequest || e.Param != tc.param || e.Message == "" {
+				t.Fatalf("got %d %s param %q; want 400 invalid_request param %q", status, e.Code, e.Param, tc.param)
+			}
+		})
+	}
+	if l, _ := alice.test.Webhooks.List(context.Background()); len(l) != 0 {
+		t.Fatalf("invalid requests created %d subscriptions", len(l))
+	}
+
+	good := []string{
+		"https://example.com",
+		"https://hooks.example.com:8443/a/b?c=d",
+		"HTTPS://EXAMPLE.COM/h",
+		"http://localhost/h",
+		"http://LocalHost:8080/h",
+		"http://127.0.0.1:9/h",
+		"http://127.255.0.9/h",
+		"http://[::1]:9/h",
+	}
+	for _, u := range good {
+		_, err := alice.test.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: u, Events: webhookverify.Kinds()})
+		if err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+}
+
+func TestWebhooksAtMost16PerAccountAndNetwork(t *testing.T) {
+	srv := fakeserver.New(t)
+	alice, bob := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@bob")
+	ctx := context.Background()
+	p := &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []string{webhookverify.KindTransferConfirmed}}
+	var first *confpay.Webhook
+	for i := range 16 {
+		w, err := alice.test.Webhooks.Create(ctx, p)
+		if err != nil {
+			t.Fatalf("subscription %d: %v", i+1, err)
+		}
+		if i == 0 {
+			first = w
+		}
+	}
+	_, err := alice.test.Webhooks.Create(ctx, p)
+	whWantError(t, err, 400, confpay.CodeInvalidRequest, "")
+	// Other networks and other accounts have their own allowance.
+	if _, err := alice.live.Webhooks.Create(ctx, p); err != nil {
+		t.Fatalf("live: %v", err)
+	}
+	if _, err := bob.test.Webhooks.Create(ctx, p); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	// Deleting one makes room.
+	if err := alice.test.Webhooks.Delete(ctx, first.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.test.Webhooks.Create(ctx, p); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+}
+
+func TestWebhooksNeedAKey(t *testing.T) {
+	srv := fakeserver.New(t)
+	for _, path := range []string{"/v1/webhooks", "/v1/webhooks/wh_x/deliveries"} {
+		resp, err := http.Get(srv.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("%s without a key: %d", path, resp.StatusCode)
+		}
+	}
+}
