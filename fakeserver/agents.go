@@ -492,14 +492,16 @@ func (s *Server) handleApprove(c *call) (int, any, error) {
 	if o != rules.Submit {
 		return 0, nil, refusal(o)
 	}
-	t, apiErr := s.submitLocked(n, h.p, h.key)
+	t, apiErr := s.recordTransferLocked(n, h.p, h.key)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
 	n.held.window(h.agent).add(s.clock.Now(), amount, t)
 	h.transfer = t
 	s.decidedLocked(n, h, heldApproved)
+	// The approval is announced first, then the transfer it submitted.
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
+	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
 	return http.StatusOK, h.view(), nil
 }
 

@@ -154,6 +154,10 @@ func TestAgentsHeldApprove(t *testing.T) {
 	if ip < 0 || ia < ip {
 		t.Fatalf("events = %v", ev)
 	}
+	// The approval is announced before the transfer it submitted.
+	if ii := hooks.indexOf("transfer.initiated", d.TransferID); ii < ia {
+		t.Errorf("transfer.initiated at %d, approved at %d: want the approval first (%v)", ii, ia, ev)
+	}
 	ap := hooks.payloads("agent.transaction.approved")[0]
 	if ap["transaction_id"] != tr.TransactionID || ap["transfer_id"] != d.TransferID || ap["tx_hash"] != d.TxHash ||
 		ap["agent"] != a.Handle || ap["counterparty"] != "@bob" {

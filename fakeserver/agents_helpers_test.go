@@ -176,6 +176,19 @@ func (h *agHookSink) events() []string {
 	return out
 }
 
+// indexOf returns the position, in arrival order, of the first event of
+// kind whose transfer_id is transferID, or -1.
+func (h *agHookSink) indexOf(kind, transferID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, m := range h.got {
+		if m["event"] == kind && m["transfer_id"] == transferID {
+			return i
+		}
+	}
+	return -1
+}
+
 // payloads returns every payload of kind received so far.
 func (h *agHookSink) payloads(kind string) []map[string]any {
 	h.mu.Lock()

@@ -220,6 +220,26 @@ func (c *Clock) WaitIdle() {
 	c.busyMu.Unlock()
 }
 
+// fire runs the timers of a real clock that are due now, without waiting
+// for the work they start (RunDue would): in real time nothing needs that
+// determinism, and a slow webhook receiver must not hold up confirmations
+// and expiries.
+func (c *Clock) fire() {
+	c.run.Lock()
+	defer c.run.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.queue[0].when.After(c.nowLocked()) {
+			c.mu.Unlock()
+			return
+		}
+		t := heap.Pop(&c.queue).(*Timer)
+		now := c.nowLocked()
+		c.mu.Unlock()
+		t.f(now)
+	}
+}
+
 // poke wakes the real-time loop.
 func (c *Clock) poke() {
 	select {
@@ -240,7 +260,7 @@ func (c *Clock) loop() {
 		}
 		c.mu.Unlock()
 		if wait <= 0 {
-			c.RunDue()
+			c.fire()
 			continue
 		}
 		timer.Reset(wait)

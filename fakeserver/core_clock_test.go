@@ -129,6 +129,18 @@ func TestRealClock(t *testing.T) {
 		t.Fatalf("the clock went back from %v to %v", inside, after)
 	}
 
+	// It fires due timers even while tracked work (a slow webhook
+	// receiver, say) is still under way.
+	done := c.Track()
+	fired2 := make(chan struct{})
+	c.At(c.Now().Add(10*time.Millisecond), func(time.Time) { close(fired2) })
+	select {
+	case <-fired2:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a timer waited for unrelated tracked work")
+	}
+	done()
+
 	// Advance shifts it.
 	before := c.Now()
 	c.Advance(time.Hour)

@@ -400,7 +400,7 @@ func (s *Server) attempt(p *deliveryPool, j deliveryJob) {
 	d.nextAttemptAt = nil
 	ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 	d.abort = cancel
-	out := outgoing{url: d.sub.url, body: d.ev.body, secret: d.sub.secret, eventID: d.ev.id, attempt: d.attempts}
+	out := outgoing{url: d.sub.url, body: d.ev.payload(), secret: d.sub.secret, eventID: d.ev.id, attempt: d.attempts}
 
 	s.mu.Unlock()
 	code := p.post(ctx, &out)

@@ -47,32 +47,74 @@ func (b *hookBook) init() {
 	b.events = map[string]*event{}
 }
 
-// event is one emitted event with its exact payload bytes.
+// event is one emitted event. Its payload is rendered from immutable facts
+// (the transfer, the side, the id and the instant) when it is first
+// delivered, and those bytes are kept for every later attempt and replay:
+// rendering is deterministic, so an event that is never delivered costs
+// no JSON at all. This keeps a stored transfer small.
 type event struct {
-	id       string
-	kind     string
-	at       time.Time
-	body     []byte     // the JSON payload, marshalled once
-	audience []*account // whose subscriptions receive it
+	id   string
+	kind string
+	at   time.Time
+	// side is the account whose subscriptions receive the event; for a
+	// transfer event its owner's subscriptions do too, when side is an
+	// agent (alsoOwner).
+	side      *account
+	alsoOwner bool
+	// t and received describe a transfer event's side; other is the
+	// payload of any other kind of event, built when it was emitted.
+	t        *transfer
+	received bool
+	other    any
+	body     []byte // the JSON payload, rendered on first delivery
 }
 
 // concerns reports whether a's subscriptions may receive e.
 func (e *event) concerns(a *account) bool {
-	for _, x := range e.audience {
-		if x == a {
-			return true
-		}
-	}
-	return false
+	return a == e.side || (e.alsoOwner && e.side.owner == a)
 }
 
-// withOwner is a and, for an agent, its owner: the audience of a
-// transfer side.
-func withOwner(a *account) []*account {
-	if a.owner != nil {
-		return []*account{a, a.owner}
+// audience lists the accounts whose subscriptions receive e.
+func (e *event) audience() []*account {
+	if e.alsoOwner && e.side.owner != nil {
+		return []*account{e.side, e.side.owner}
 	}
-	return []*account{a}
+	return []*account{e.side}
+}
+
+// payload returns the exact bytes every attempt sends and signs.
+func (e *event) payload() []byte {
+	if e.body != nil {
+		return e.body
+	}
+	v := e.other
+	if e.t != nil {
+		t := e.t
+		direction, counterparty := webhookverify.DirectionSent, recipientName(t.toText, t.to, t.toAddr)
+		if e.received {
+			direction, counterparty = webhookverify.DirectionReceived, t.from.handle
+		}
+		v = &webhookverify.TransferEvent{
+			Event:        e.kind,
+			EventID:      e.id,
+			Account:      e.side.handle,
+			Direction:    direction,
+			Counterparty: counterparty,
+			Asset:        t.asset,
+			Confidential: t.confidential,
+			TxHash:       t.txHash,
+			TransferID:   t.id,
+			Timestamp:    e.at,
+		}
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		// The payloads are plain structs of strings, bools and times:
+		// marshalling cannot fail.
+		panic("fakeserver: cannot encode an event payload")
+	}
+	e.body = body
+	return body
 }
 
 // recipientName is how an event names a payment's recipient: as the
@@ -93,24 +135,9 @@ func recipientName(text string, a *account, addr common.Address) string {
 // external wallet has no side.
 func (s *Server) emitTransferLocked(n *network, kind string, t *transfer) {
 	now := s.clock.Now()
-	side := func(acct *account, direction, counterparty string) {
-		id := newID("evt_")
-		s.recordEventLocked(n, &event{id: id, kind: kind, at: now, audience: withOwner(acct)}, &webhookverify.TransferEvent{
-			Event:        kind,
-			EventID:      id,
-			Account:      acct.handle,
-			Direction:    direction,
-			Counterparty: counterparty,
-			Asset:        t.asset,
-			Confidential: t.confidential,
-			TxHash:       t.txHash,
-			TransferID:   t.id,
-			Timestamp:    now,
-		})
-	}
-	side(t.from, webhookverify.DirectionSent, recipientName(t.toText, t.to, t.toAddr))
+	s.recordEventLocked(n, &event{id: newID("evt_"), kind: kind, at: now, side: t.from, alsoOwner: true, t: t})
 	if t.to != nil {
-		side(t.to, webhookverify.DirectionReceived, t.from.handle)
+		s.recordEventLocked(n, &event{id: newID("evt_"), kind: kind, at: now, side: t.to, alsoOwner: true, t: t, received: true})
 	}
 }
 
@@ -142,7 +169,7 @@ func (s *Server) emitAgentTransactionLocked(n *network, kind string, h *heldTx) 
 		ev.TxHash = h.transfer.txHash
 		ev.TransferID = h.transfer.id
 	}
-	s.recordEventLocked(n, &event{id: id, kind: kind, at: now, audience: []*account{owner}}, ev)
+	s.recordEventLocked(n, &event{id: id, kind: kind, at: now, side: owner, other: ev})
 }
 
 // emitPolicyUpdatedLocked emits agent.policy.updated to the owner. changed
@@ -157,7 +184,7 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 	if changed == nil {
 		changed = []string{}
 	}
-	s.recordEventLocked(n, &event{id: id, kind: webhookverify.KindAgentPolicyUpdated, at: now, audience: []*account{owner}}, &webhookverify.PolicyUpdatedEvent{
+	s.recordEventLocked(n, &event{id: id, kind: webhookverify.KindAgentPolicyUpdated, at: now, side: owner, other: &webhookverify.PolicyUpdatedEvent{
 		Event:         webhookverify.KindAgentPolicyUpdated,
 		EventID:       id,
 		Account:       owner.handle,
@@ -165,23 +192,15 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 		PolicyID:      agent.spendPolicyID(),
 		ChangedFields: append([]string(nil), changed...),
 		Timestamp:     now,
-	})
+	}})
 }
 
-// recordEventLocked marshals the payload once, records the event and
-// starts a delivery to every live subscription of its audience that
-// subscribed to its kind.
-func (s *Server) recordEventLocked(n *network, e *event, payload any) {
-	body, err := json.Marshal(payload)
-	if err != nil {
-		// The payloads are plain structs of strings, bools and times:
-		// marshalling cannot fail.
-		panic("fakeserver: cannot encode an event payload")
-	}
-	e.body = body
+// recordEventLocked records the event and starts a delivery to every live
+// subscription of its audience that subscribed to its kind.
+func (s *Server) recordEventLocked(n *network, e *event) {
 	b := &n.hooks
 	b.events[e.id] = e
-	for _, a := range e.audience {
+	for _, a := range e.audience() {
 		for _, sub := range b.byAcct[a.id] {
 			if sub.wants(e.kind) {
 				s.startDeliveryLocked(n, sub, e, triggerEvent)

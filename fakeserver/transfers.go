@@ -188,6 +188,18 @@ func confidentialReady(to *account) bool { return to != nil && to.encryptionKey(
 // emits transfer.initiated. k may be nil (approval by the owner: counted on
 // the approving key is the caller's choice).
 func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
+	t, apiErr := s.recordTransferLocked(n, p, k)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
+	return t, nil
+}
+
+// recordTransferLocked is submitLocked without the transfer.initiated
+// event, for a caller that must announce something first (an approval is
+// announced before the transfer it submits).
+func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
 	units := new(big.Int).Set(p.units)
 	if apiErr := s.reserveLocked(n, p.from, p.asset, units); apiErr != nil {
 		return nil, apiErr
@@ -219,7 +231,6 @@ func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *ap
 		defer s.mu.Unlock()
 		s.confirmLocked(n, t, at)
 	})
-	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
 	return t, nil
 }
 

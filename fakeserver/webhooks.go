@@ -72,9 +72,6 @@ func parseWebhookCreate(body []byte) (*webhookCreate, *apiError) {
 		Events []string `json:"events"`
 	}
 	if err := decodeStrict(body, &req); err != nil {
-		if err.body.Param == "" { // an unknown field with an empty name
-			err.body.Param = "body"
-		}
 		return nil, err
 	}
 	if req.URL == nil {

@@ -290,9 +290,15 @@ func TestEmitWithoutSubscribersRecordsTheEvent(t *testing.T) {
 		t.Fatalf("%d events recorded, want 2 (one per side)", len(evs))
 	}
 	for id, e := range evs {
+		if e.body != nil {
+			t.Errorf("event %s was rendered with nobody subscribed", id)
+		}
 		var m map[string]any
-		if err := json.Unmarshal(e.body, &m); err != nil || m["event_id"] != id {
-			t.Fatalf("event %s body %s", id, e.body)
+		if err := json.Unmarshal(e.payload(), &m); err != nil || m["event_id"] != id {
+			t.Fatalf("event %s body %s", id, e.payload())
+		}
+		if again := e.payload(); &again[0] != &e.body[0] {
+			t.Errorf("event %s rendered twice", id)
 		}
 	}
 }
