@@ -472,6 +472,8 @@ func (s *Server) adminReset(c *call) (int, any, error) {
 type Snapshot struct {
 	Accounts []AccountView
 	Keys     []KeyInfo
+	// Policies are the agents' spend policies, by agent account id.
+	Policies map[string]confpay.SpendPolicy
 	Networks map[confpay.Network]NetworkSnapshot
 }
 
@@ -485,13 +487,25 @@ type NetworkSnapshot struct {
 	Pending int
 	// Transfers by id.
 	Transfers map[string]TransferRecord
+	// Held are the agent payments held for a decision (or expired), by
+	// transaction id, without their sealed notes.
+	Held map[string]confpay.AgentTransaction
+	// Webhooks are the live subscriptions by id, without their secrets.
+	Webhooks map[string]confpay.Webhook
+	// Events is how many events have been emitted.
+	Events int
 }
 
 // Snapshot returns the server's state. See the type for what it holds.
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := Snapshot{Accounts: s.accountsLocked(), Networks: map[confpay.Network]NetworkSnapshot{}}
+	snap := Snapshot{Accounts: s.accountsLocked(), Policies: map[string]confpay.SpendPolicy{}, Networks: map[confpay.Network]NetworkSnapshot{}}
+	for _, a := range s.accounts {
+		if a.policy != nil {
+			snap.Policies[a.id] = *a.policy.view()
+		}
+	}
 	for _, k := range s.keysByID {
 		snap.Keys = append(snap.Keys, k.info())
 	}
@@ -502,6 +516,17 @@ func (s *Server) Snapshot() Snapshot {
 			Supply:    map[string]string{},
 			Pending:   len(n.transfers.pending),
 			Transfers: map[string]TransferRecord{},
+			Held:      map[string]confpay.AgentTransaction{},
+			Webhooks:  map[string]confpay.Webhook{},
+			Events:    len(n.hooks.events),
+		}
+		for id, h := range n.held.byID {
+			v := *h.view()
+			v.EncryptedNote, v.NoteReaders = "", nil
+			ns.Held[id] = v
+		}
+		for id, sub := range n.hooks.subs {
+			ns.Webhooks[id] = *sub.view()
 		}
 		for a := range n.ledger.books {
 			ns.Balances[a.id] = s.booksLocked(n, a)

@@ -174,6 +174,7 @@ func TestAgentsPolicyValidation(t *testing.T) {
 	a, _ := f.createAgent("bot", basePolicy)
 	key := f.owner.TestKey.Reveal()
 	const ok = `"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50`
+	before := f.srv.Snapshot()
 	tests := []struct{ name, fields, param string }{
 		{"negative daily", `"daily_limit_usdg": -5, "per_transaction_limit_usdg": 1`, "daily_limit_usdg"},
 		{"zero daily", `"daily_limit_usdg": 0, "per_transaction_limit_usdg": 1`, "daily_limit_usdg"},
@@ -205,6 +206,7 @@ func TestAgentsPolicyValidation(t *testing.T) {
 			if status != 400 || eb.Code != confpay.CodeInvalidPolicy || eb.Param != tt.param {
 				t.Errorf("patch: %d %+v; want 400 invalid_policy %s", status, eb, tt.param)
 			}
+			checkUnchanged(t, f.srv, before, tt.name)
 		})
 	}
 	// Required limits on creation.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"io"
 	"net/http"
 	"strings"
@@ -202,4 +204,20 @@ func cSettled(t testing.TB, srv *fakeserver.Server, who string, n confpay.Networ
 		}
 	}
 	return "0"
+}
+
+// snapshotOptions compare Snapshots while ignoring what every request
+// changes (a key's last use and request count).
+var snapshotOptions = cmp.Options{
+	cmpopts.IgnoreFields(fakeserver.KeyInfo{}, "LastUsedAt", "RequestCount"),
+	cmp.Comparer(func(a, b confpay.Amount) bool { return a.String() == b.String() }),
+	cmp.Comparer(func(a, b confpay.Limit) bool { return a.String() == b.String() }),
+}
+
+// checkUnchanged fails the test if the server's state differs from before.
+func checkUnchanged(t *testing.T, srv *fakeserver.Server, before fakeserver.Snapshot, what string) {
+	t.Helper()
+	if diff := cmp.Diff(before, srv.Snapshot(), snapshotOptions); diff != "" {
+		t.Fatalf("%s changed the state (-before +after):\n%s", what, diff)
+	}
 }

@@ -168,6 +168,7 @@ func TestWebhooksCreateValidation(t *testing.T) {
 	srv := fakeserver.New(t)
 	alice := newWHAccount(t, srv, "@alice")
 	ok := `["transfer.confirmed"]`
+	before := srv.Snapshot()
 	cases := []struct {
 		name, body, param string
 	}{
@@ -207,6 +208,7 @@ func TestWebhooksCreateValidation(t *testing.T) {
 			if status != 400 || e.Code != confpay.CodeInvalidRequest || e.Param != tc.param || e.Message == "" {
 				t.Fatalf("got %d %s param %q; want 400 invalid_request param %q", status, e.Code, e.Param, tc.param)
 			}
+			checkUnchanged(t, srv, before, tc.name)
 		})
 	}
 	if l, _ := alice.test.Webhooks.List(context.Background()); len(l) != 0 {
