@@ -299,7 +299,7 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 		o(&cfg)
 	}
 	mutating := method != http.MethodGet && method != http.MethodHead
-	if cfg.idemKey != "" && !validIdempotencyKey(cfg.idemKey) {
+	if cfg.idemKey != "" && !ValidIdempotencyKey(cfg.idemKey) {
 		return &ParamError{Param: "idempotency key", Problem: "must be 1 to 255 printable ASCII characters"}
 	}
 	for _, h := range cfg.header {
@@ -631,7 +631,10 @@ func cleanCause(err error) error {
 	}
 }
 
-func validIdempotencyKey(k string) bool {
+// ValidIdempotencyKey reports whether k is an Idempotency-Key the service
+// accepts: 1 to 255 printable ASCII characters. The SDK checks a caller's
+// key with it before sending, and the fakeserver checks every request's.
+func ValidIdempotencyKey(k string) bool {
 	if len(k) < 1 || len(k) > 255 {
 		return false
 	}

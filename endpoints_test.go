@@ -448,7 +448,7 @@ func checkHeaders(t *testing.T, r captured) {
 		if key != "" {
 			t.Errorf("GET carries Idempotency-Key %q", key)
 		}
-	} else if len(key) < 16 || !validIdempotencyKey(key) {
+	} else if len(key) < 16 || !ValidIdempotencyKey(key) {
 		t.Errorf("%s carries Idempotency-Key %q, want a generated one", r.Method, key)
 	}
 }

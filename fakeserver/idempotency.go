@@ -67,19 +67,6 @@ func (st *idempotencyStore) expireLocked(now time.Time) {
 	}
 }
 
-// validIdempotencyKey reports whether k is 1 to 255 printable ASCII
-// characters.
-func validIdempotencyKey(k string) bool {
-	if len(k) < 1 || len(k) > 255 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 // serveIdempotent runs a mutating call under its Idempotency-Key, if any.
 func (s *Server) serveIdempotent(c *call, rt *route) {
@@ -88,7 +75,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		s.finish(c, rt.h)
 		return
 	}
-	if len(keys) > 1 || !validIdempotencyKey(keys[0]) {
+	if len(keys) > 1 || !confpay.ValidIdempotencyKey(keys[0]) {
 		s.writeError(c, errInvalid("Idempotency-Key", "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"))
 		return
 	}
