@@ -67,7 +67,6 @@ func (st *idempotencyStore) expireLocked(now time.Time) {
 	}
 }
 
-
 // serveIdempotent runs a mutating call under its Idempotency-Key, if any.
 func (s *Server) serveIdempotent(c *call, rt *route) {
 	keys := c.r.Header.Values("Idempotency-Key")
