@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,9 +101,12 @@ type heldTx struct {
 	noteReader  string // hex of the key the note is sealed to
 }
 
-// spendWindow is one agent's payments on one network over the last 24
-// hours, oldest first, for the daily limit. An entry refers to its
-// transfer, so a transfer that fails stops counting at once.
+// spendWindow is one agent's payments on one network, sorted by the time
+// they were made, for the daily limit. An entry refers to its transfer, so
+// a transfer that fails stops counting at once. Entries are kept for the
+// agent's life (a few words each, beside the transfer they refer to): the
+// clock may be set backwards, and a payment that left the window must
+// count again when the clock returns to within 24 hours of it.
 type spendWindow struct {
 	entries []spendEntry
 }
@@ -114,21 +118,14 @@ type spendEntry struct {
 }
 
 // total is the spend that counts at now: every pending or confirmed
-// payment made in (now-24h, now]. Entries that left the window are dropped
-// from the front. (After the clock is set backwards, entries from the
-// "future" keep counting until they age out: the limit is never
+// payment made after now-24h. (After the clock is set backwards, payments
+// from the "future" keep counting until they age out: the limit is never
 // under-counted.)
 func (w *spendWindow) total(now time.Time) int64 {
 	cutoff := now.Add(-rules.Window)
-	drop := 0
-	for drop < len(w.entries) && !w.entries[drop].at.After(cutoff) {
-		drop++
-	}
-	if drop > 0 {
-		w.entries = slices.Delete(w.entries, 0, drop)
-	}
+	first := sort.Search(len(w.entries), func(i int) bool { return w.entries[i].at.After(cutoff) })
 	var sum int64
-	for i := range w.entries {
+	for i := first; i < len(w.entries); i++ {
 		e := &w.entries[i]
 		if e.t != nil && e.t.status == confpay.StatusFailed {
 			continue
@@ -138,9 +135,11 @@ func (w *spendWindow) total(now time.Time) int64 {
 	return sum
 }
 
-// add records a submitted payment.
+// add records a submitted payment, in time order.
 func (w *spendWindow) add(at time.Time, amount int64, t *transfer) {
-	w.entries = append(w.entries, spendEntry{at: at, amount: amount, t: t})
+	e := spendEntry{at: at, amount: amount, t: t}
+	i := sort.Search(len(w.entries), func(i int) bool { return w.entries[i].at.After(at) })
+	w.entries = slices.Insert(w.entries, i, e)
 }
 
 // ---- the one judge ----

@@ -311,3 +311,24 @@ func TestAgentsPolicyAmendedMidStream(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// TestAgentsDailyWindowAfterClockSetBack: a payment that has left the
+// rolling window counts again when the clock is set back to within 24
+// hours of it (reading the window in between must not forget it).
+func TestAgentsDailyWindowAfterClockSetBack(t *testing.T) {
+	f := newAgentsFixture(t)
+	f.payee("@bob")
+	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("50"), PerTransactionLimitUSDG: agLimit("50")})
+	f.fund(a.AccountID, "USDG", "200")
+	t0 := f.srv.Now()
+	f.mustPay(agent, "@bob", "50")
+	f.srv.Advance(25 * time.Hour)
+	// Refused for its asset, but the window is read.
+	_, err := f.pay(agent, "@bob", "1", "ETH")
+	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
+	f.srv.Set(t0.Add(time.Hour))
+	_, err = f.pay(agent, "@bob", "1", "")
+	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+	f.srv.Set(t0.Add(24 * time.Hour))
+	f.mustPay(agent, "@bob", "1")
+}

@@ -181,3 +181,31 @@ func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 		t.Fatalf("the drop fault applied %d times", f[0].Used)
 	}
 }
+
+// TestIdempotencyExpiryAfterClockSetBack: a key is forgotten 24 hours
+// after its first use even when a key used later (at an earlier server
+// time, the clock having been set back) has not expired yet.
+func TestIdempotencyExpiryAfterClockSetBack(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	t0 := srv.Now()
+	body := `{"url":"https://example.com/h","events":["transfer.confirmed"]}`
+	srv.Set(t0.Add(10 * time.Hour))
+	if a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late"); a.status != 201 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	srv.Set(t0.Add(-5 * time.Hour))
+	if a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early"); a.status != 201 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	srv.Set(t0.Add(20 * time.Hour)) // "early" is 25 h old, "late" 10 h
+	a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early")
+	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("a key 25 h old: %d replayed=%q, want a fresh 201", a.status, a.header.Get("Idempotent-Replayed"))
+	}
+	a = cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late")
+	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a key 10 h old: %d replayed=%q, want a replay", a.status, a.header.Get("Idempotent-Replayed"))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -344,5 +345,35 @@ func TestDeleteDropsWaitingAttempts(t *testing.T) {
 	s.Advance(48 * time.Hour)
 	if n := rc.count(); n != 1 {
 		t.Fatalf("%d requests, want only the one in flight at the delete", n)
+	}
+}
+
+// TestResetAfterCloseStartsNoWorkers: a Reset after (or racing) Close must
+// not start a new delivery pool that nothing will ever stop.
+func TestResetAfterCloseStartsNoWorkers(t *testing.T) {
+	s := NewServer()
+	s.Close()
+	s.Reset()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, n := range s.nets {
+		if n.hooks.pool != nil {
+			t.Errorf("%s: a delivery pool is running after Close and Reset", name)
+		}
+	}
+}
+
+// TestResetStopsHeldExpiryTimers: Reset leaves no timer of the old state
+// on the clock.
+func TestResetStopsHeldExpiryTimers(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	agent, bob := agentForBench(t, s, `{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 1}`)
+	s.mu.Lock()
+	s.holdLocked(s.nets[confpay.NetworkTest], &payment{from: agent, to: bob, toAddr: bob.address, toText: "@bob", asset: "USDG", units: big.NewInt(5_000_000)}, nil)
+	s.mu.Unlock()
+	s.Reset()
+	if n := s.Clock().Pending(); n != 0 {
+		t.Fatalf("%d timers left after Reset", n)
 	}
 }

@@ -89,6 +89,11 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 
 	st.mu.Lock()
 	st.expireLocked(now)
+	if e := st.entries[scope]; e != nil && now.Sub(e.created) >= idempotencyTTL {
+		// Expired, though expireLocked stopped at a younger entry before
+		// it in the order (the clock was set back in between).
+		delete(st.entries, scope)
+	}
 	if e := st.entries[scope]; e != nil {
 		switch {
 		case e.method != c.r.Method || e.path != target || e.bodyHash != sum:

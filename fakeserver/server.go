@@ -223,9 +223,12 @@ func (s *Server) Reset() {
 }
 
 func (s *Server) resetLocked() {
-	for _, n := range s.nets { // the old transfers' confirmations must not fire
+	for _, n := range s.nets { // the old state's timers must not fire
 		for t := range n.transfers.pending {
 			t.timer.Stop()
+		}
+		for _, h := range n.held.byID {
+			h.timer.Stop()
 		}
 	}
 	s.accounts = map[string]*account{}
@@ -246,7 +249,11 @@ func (s *Server) resetLocked() {
 	}
 	s.faults.reset()
 	s.idempotent.reset()
-	s.startDeliveries()
+	select {
+	case <-s.closing: // a closed server starts no workers again
+	default:
+		s.startDeliveries()
+	}
 }
 
 // ---- routing ----

@@ -11,9 +11,11 @@
 //	rec.Check(t, "1234.56", "1234560000")
 //
 // A figure is searched as a whole token: it matches only where the
-// characters on either side are not letters, digits, '.', '_' or '-'. So
-// "100" is found in {"amount":"100"} or "sent 100 USDG" but not inside a
-// base64url ciphertext such as "aB100xY" nor inside "1000" or "0.100".
+// characters on either side are not letters, digits, '.', '_' or '-'
+// (except a sign before it and a full stop that ends a sentence after it).
+// So "100" is found in {"amount":"100"}, "sent 100 USDG", "sent 100." or
+// "-100" but not inside a base64url ciphertext such as "aB100xY" nor
+// inside "1000", "0.100" or "tr-100".
 //
 // The Date header, which net/http writes from the wall clock, is not
 // searched. Timestamps in bodies are: a short figure such as "20" can match
@@ -172,11 +174,30 @@ func containsToken(b []byte, f string) bool {
 			return false
 		}
 		start, end := i+j, i+j+len(fb)
-		if (start == 0 || !tokenByte(b[start-1])) && (end == len(b) || !tokenByte(b[end])) {
+		if startsToken(b, start) && endsToken(b, end) {
 			return true
 		}
 		i = start + 1
 	}
+}
+
+// startsToken reports whether a figure may start at b[start]: nothing
+// before it continues a token, or only a sign does ("-100" holds 100).
+func startsToken(b []byte, start int) bool {
+	if start == 0 || !tokenByte(b[start-1]) {
+		return true
+	}
+	return b[start-1] == '-' && (start == 1 || !tokenByte(b[start-2]))
+}
+
+// endsToken reports whether a figure may end before b[end]: nothing after
+// it continues a token, or only a full stop that ends a sentence ("you
+// hold 12.5." holds 12.5; "12.50" and "12.5.1" do not).
+func endsToken(b []byte, end int) bool {
+	if end == len(b) || !tokenByte(b[end]) {
+		return true
+	}
+	return b[end] == '.' && (end+1 == len(b) || !tokenByte(b[end+1]))
 }
 
 // tokenByte reports whether c continues a figure or a base64url string.

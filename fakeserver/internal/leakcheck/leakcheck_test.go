@@ -27,6 +27,13 @@ func TestContainsToken(t *testing.T) {
 		{`12.5 and 12.50`, "12.50", true},
 		{`1100 then 100`, "100", true},
 		{``, "100", false},
+		{`you hold 12.5.`, "12.5", true},
+		{`you hold 12.5. Done`, "12.5", true},
+		{`"sent 100."`, "100", true},
+		{`12.5.1`, "12.5", false},
+		{`delta -100`, "100", true},
+		{`"delta":-100}`, "100", true},
+		{`tr-100`, "100", false},
 	}
 	for _, c := range cases {
 		if got := Contains([]byte(c.text), c.figure); got != c.want {
