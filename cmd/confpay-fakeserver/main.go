@@ -50,6 +50,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second SIGINT or SIGTERM ends the process at once
+	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "confpay-fakeserver:", err)
 		os.Exit(1)
@@ -75,6 +79,9 @@ func parseSeed(b []byte) (*seedFile, error) {
 	dec.DisallowUnknownFields()
 	var seed seedFile
 	if err := dec.Decode(&seed); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New(`the file is empty: it needs a JSON object such as {"accounts": []}`)
+		}
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {

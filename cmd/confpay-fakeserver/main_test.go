@@ -100,11 +100,15 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{"-seed", write("money.json", `{"accounts":[{"handle":"@alice","balances":{"test":{"USDG":"1e3"}}}]}`)}, // bad amount
 		{"-seed", write("net.json", `{"accounts":[{"handle":"@alice","balances":{"main":{"USDG":"1"}}}]}`)},     // bad network
 		{"-addr", "256.0.0.1:1"},
+		{"-seed", write("empty.json", "")},
 	}
 	for _, args := range cases {
 		var stdout, stderr bytes.Buffer
-		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
+		err := run(context.Background(), args, &stdout, &stderr)
+		if err == nil {
 			t.Errorf("run(%q) succeeded", args)
+		} else if err.Error() == "EOF" || strings.HasSuffix(err.Error(), ": EOF") {
+			t.Errorf("run(%q): a bare %q says nothing", args, err)
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("run(%q) printed %q", args, stdout.String())
