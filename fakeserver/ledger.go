@@ -195,13 +195,9 @@ func (e BookEntry) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, e.Stri
 func (s *Server) Books(accountRef string, n confpay.Network) ([]BookEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
+	a, nw, err := s.accountOnLocked(accountRef, n)
 	if err != nil {
 		return nil, err
-	}
-	nw, apiErr := s.networkOf(n)
-	if apiErr != nil {
-		return nil, apiErr
 	}
 	return s.booksLocked(nw, a), nil
 }
@@ -234,13 +230,9 @@ func (s *Server) Fund(accountRef string, n confpay.Network, asset, amount string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
+	a, nw, err := s.accountOnLocked(accountRef, n)
 	if err != nil {
 		return err
-	}
-	nw, apiErr := s.networkOf(n)
-	if apiErr != nil {
-		return apiErr
 	}
 	if apiErr := s.fundLocked(nw, a, asset, units); apiErr != nil {
 		return apiErr
@@ -255,6 +247,20 @@ func (s *Server) networkOf(n confpay.Network) (*network, *apiError) {
 		return nil, errInvalid("network", "network must be test or live")
 	}
 	return nw, nil
+}
+
+// accountOnLocked finds an account by id or handle, and a network by name:
+// the two arguments of every per-network part of the direct state API.
+func (s *Server) accountOnLocked(accountRef string, n confpay.Network) (*account, *network, error) {
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, nil, err
+	}
+	nw, apiErr := s.networkOf(n)
+	if apiErr != nil {
+		return nil, nil, apiErr
+	}
+	return a, nw, nil
 }
 
 // parseAsset checks an asset code: USDG or ETH.

@@ -793,13 +793,9 @@ func (s *Server) Transfer(id string) (TransferRecord, error) {
 func (s *Server) Transfers(accountRef string, n confpay.Network) ([]TransferRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
+	a, nw, err := s.accountOnLocked(accountRef, n)
 	if err != nil {
 		return nil, err
-	}
-	nw, apiErr := s.networkOf(n)
-	if apiErr != nil {
-		return nil, apiErr
 	}
 	list := nw.transfers.byAcct[a]
 	out := make([]TransferRecord, 0, len(list))
