@@ -213,6 +213,9 @@ func newDeliveryPool(timeout time.Duration) *deliveryPool {
 // (from NewServer and Reset) and does not take s.mu.
 func (s *Server) startDeliveries() {
 	p := newDeliveryPool(s.opts.deliveryTimeout)
+	if s.opts.noDeliveryJitter {
+		p.jitter = func(d time.Duration) time.Duration { return d }
+	}
 	for _, n := range s.nets {
 		n.hooks.pool = p
 	}

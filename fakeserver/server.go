@@ -79,14 +79,15 @@ type network struct {
 type Option func(*options)
 
 type options struct {
-	realClock       bool
-	start           time.Time
-	blockTime       time.Duration
-	approvalWindow  time.Duration
-	deliveryTimeout time.Duration
-	deliveryWorkers int
-	logger          *slog.Logger
-	ethRate         confpay.Limit
+	realClock        bool
+	start            time.Time
+	blockTime        time.Duration
+	approvalWindow   time.Duration
+	deliveryTimeout  time.Duration
+	deliveryWorkers  int
+	noDeliveryJitter bool
+	logger           *slog.Logger
+	ethRate          confpay.Limit
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -109,6 +110,12 @@ func WithApprovalWindow(d time.Duration) Option { return func(o *options) { o.ap
 func WithDeliveryTimeout(d time.Duration) Option {
 	return func(o *options) { o.deliveryTimeout = d }
 }
+
+// WithoutDeliveryJitter makes every webhook retry wait exactly its nominal
+// interval (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then 24 h after the first
+// attempt) instead of varying it by up to ±10 %, so that a test can assert
+// the instant of each attempt.
+func WithoutDeliveryJitter() Option { return func(o *options) { o.noDeliveryJitter = true } }
 
 // WithDeliveryWorkers sets the size of the webhook delivery pool (default 8).
 func WithDeliveryWorkers(n int) Option { return func(o *options) { o.deliveryWorkers = n } }
