@@ -176,8 +176,9 @@ func cRawBytes(t testing.TB, srv *fakeserver.Server, method, path, key string, b
 	return cAnswer{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// books returns the available figure of asset in an account's books.
-func cAvailable(t testing.TB, srv *fakeserver.Server, who string, n confpay.Network, asset string) string {
+// cBook returns an account's book entry for asset (a zero entry when it
+// never held the asset).
+func cBook(t testing.TB, srv *fakeserver.Server, who string, n confpay.Network, asset string) fakeserver.BookEntry {
 	t.Helper()
 	bs, err := srv.Books(who, n)
 	if err != nil {
@@ -185,25 +186,22 @@ func cAvailable(t testing.TB, srv *fakeserver.Server, who string, n confpay.Netw
 	}
 	for _, b := range bs {
 		if b.Asset == asset {
-			return b.Available.String()
+			return b
 		}
 	}
-	return "0"
+	return fakeserver.BookEntry{Asset: asset}
 }
 
-// settled returns the settled balance of asset in an account's books.
+// cAvailable returns the available figure of asset in an account's books.
+func cAvailable(t testing.TB, srv *fakeserver.Server, who string, n confpay.Network, asset string) string {
+	t.Helper()
+	return cBook(t, srv, who, n, asset).Available.String()
+}
+
+// cSettled returns the settled balance of asset in an account's books.
 func cSettled(t testing.TB, srv *fakeserver.Server, who string, n confpay.Network, asset string) string {
 	t.Helper()
-	bs, err := srv.Books(who, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bs {
-		if b.Asset == asset {
-			return b.Balance.String()
-		}
-	}
-	return "0"
+	return cBook(t, srv, who, n, asset).Balance.String()
 }
 
 // snapshotOptions compare Snapshots while ignoring what every request
