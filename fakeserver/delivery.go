@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -190,9 +191,12 @@ type deliveryPool struct {
 	wg      sync.WaitGroup
 }
 
-func newDeliveryPool(timeout time.Duration) *deliveryPool {
+func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config) *deliveryPool {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // never a proxy from the environment
+	if tlsConfig != nil {
+		tr.TLSClientConfig = tlsConfig.Clone()
+	}
 	tr.MaxIdleConns = 256
 	tr.MaxIdleConnsPerHost = 64
 	p := &deliveryPool{
@@ -212,7 +216,7 @@ func newDeliveryPool(timeout time.Duration) *deliveryPool {
 // startDeliveries starts the delivery workers. It is called by resetLocked
 // (from NewServer and Reset) and does not take s.mu.
 func (s *Server) startDeliveries() {
-	p := newDeliveryPool(s.opts.deliveryTimeout)
+	p := newDeliveryPool(s.opts.deliveryTimeout, s.opts.deliveryTLS)
 	if s.opts.noDeliveryJitter {
 		p.jitter = func(d time.Duration) time.Duration { return d }
 	}

@@ -76,7 +76,7 @@ func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
 			hs := whLeanReceiver(b)
-			p := newDeliveryPool(10 * time.Second)
+			p := newDeliveryPool(10*time.Second, nil)
 			defer p.client.CloseIdleConnections()
 			body := bytes.Repeat([]byte("x"), 330)
 			jobs := make(chan int)

@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,6 +87,7 @@ type options struct {
 	deliveryTimeout  time.Duration
 	deliveryWorkers  int
 	noDeliveryJitter bool
+	deliveryTLS      *tls.Config
 	logger           *slog.Logger
 	ethRate          confpay.Limit
 }
@@ -110,6 +112,15 @@ func WithApprovalWindow(d time.Duration) Option { return func(o *options) { o.ap
 func WithDeliveryTimeout(d time.Duration) Option {
 	return func(o *options) { o.deliveryTimeout = d }
 }
+
+// WithDeliveryTLSConfig sets the TLS configuration webhook deliveries use
+// to reach https receivers; by default they trust the system's roots. A
+// test with an httptest.NewTLSServer receiver passes its certificate:
+//
+//	pool := x509.NewCertPool()
+//	pool.AddCert(receiver.Certificate())
+//	srv := fakeserver.New(t, fakeserver.WithDeliveryTLSConfig(&tls.Config{RootCAs: pool}))
+func WithDeliveryTLSConfig(c *tls.Config) Option { return func(o *options) { o.deliveryTLS = c } }
 
 // WithoutDeliveryJitter makes every webhook retry wait exactly its nominal
 // interval (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then 24 h after the first
