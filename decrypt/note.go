@@ -198,7 +198,7 @@ func checkNoteShape(note []byte, readers int) error {
 		return errors.New("suite byte is not 0x01")
 	}
 	if !checkPointPrefix(note[1 : 1+pointLen]) {
-		return errors.New("R prefix must be 02 or 03 (compressed form only)")
+		return errors.New("the point R must start 02 or 03 (compressed form only)")
 	}
 	m := int(note[1+pointLen])
 	if m < 1 || m > maxNoteReaders {

@@ -53,9 +53,9 @@ func TestAgentsHeldApprove(t *testing.T) {
 	f.alice = f.client(f.owner.TestKey.Reveal(), confpay.WithHTTPClient(rec.Client()))
 	hooks := agSubscribe(t, f.alice)
 	f.payee("@bob")
-	a, agent := f.createAgent("bot", heldPolicy)
+	a, _ := f.createAgent("bot", heldPolicy)
 	agentKey := mustIssue(t, f.srv, a.AccountID)
-	agent = f.client(agentKey, confpay.WithHTTPClient(rec.Client()))
+	agent := f.client(agentKey, confpay.WithHTTPClient(rec.Client()))
 	f.fund(a.AccountID, "USDG", "1000")
 
 	// At the threshold: submitted. One micro-USDG above: held.

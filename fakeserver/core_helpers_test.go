@@ -1,7 +1,6 @@
 package fakeserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,23 +155,6 @@ func cRaw(t testing.TB, srv *fakeserver.Server, method, path, key, body string, 
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("%s %s: answer %d without X-Request-Id", method, path, resp.StatusCode)
 	}
-	return cAnswer{status: resp.StatusCode, header: resp.Header, body: b}
-}
-
-// rawBytes is raw with a body of arbitrary bytes.
-func cRawBytes(t testing.TB, srv *fakeserver.Server, method, path, key string, body []byte) cAnswer {
-	t.Helper()
-	req, err := http.NewRequest(method, srv.URL()+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	return cAnswer{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
