@@ -279,15 +279,6 @@ func (a *app) decryptionKey() (*decrypt.PrivateKey, error) {
 	return k, nil
 }
 
-// needDecryptionKey is decryptionKey for commands that cannot work without.
-func (a *app) needDecryptionKey(what string) (*decrypt.PrivateKey, error) {
-	k, err := a.decryptionKey()
-	if err == nil && k == nil {
-		err = usagef("%s needs your decryption key: set %s or pass --decryption-key-file", what, envDecryptionKey)
-	}
-	return k, err
-}
-
 // wrongKey reports whether err says the decryption key is not a reader of
 // a note or not the account's key.
 func wrongKey(err error) bool { return errors.Is(err, decrypt.ErrNotForThisKey) }

@@ -173,7 +173,7 @@ func (l *listener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if attempt != "" && attempt != "1" {
 			retry = "  (attempt " + clean(attempt) + ")"
 		}
-		fmt.Fprintf(a.stdout, "%s  %-34s %s  %s%s\n", fmtTime(ev.Time()), clean(ev.Kind()), clean(ev.ID()), describe(ev), retry)
+		fmt.Fprintf(a.stdout, "%s  %-18s  %s  %s%s\n", fmtTime(ev.Time()), clean(ev.Kind()), clean(ev.ID()), describe(ev), retry)
 	}
 	status := http.StatusOK
 	if l.forwardTo != "" {
