@@ -394,7 +394,8 @@ func TestListen(t *testing.T) {
 	// A delivery that is not signed with the subscription's secret is
 	// refused and reported.
 	url := strings.Fields(errText[strings.Index(errText, "Ready: ")+len("Ready: "):])[0]
-	resp, err := postJSON(url, `{"event":"transfer.confirmed"}`, "00")
+	forged := `{"event":"transfer.confirmed","event_id":"evt_0123456789abcdefghij","account":"@alice","direction":"sent","counterparty":"@bob","asset":"USDG","confidential":true,"tx_hash":"0x00","transfer_id":"tr_0123456789abcdefghij","timestamp":"2026-01-05T09:00:01Z"}`
+	resp, err := postJSON(url, forged, webhookverify.Sign("whsec_not_the_secret", []byte(forged)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,13 +509,13 @@ func TestErrors(t *testing.T) {
 func TestDebugRedactsSecrets(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.pay("1", "secret memo")
+	f.pay("12.345678", "secret memo")
 	r := f.run(f.as(f.alice, true), "--debug", "transfers", "list")
 	if r.code != 0 || !strings.Contains(r.stderr, "debug: base URL") || !strings.Contains(r.stderr, "hc_test_REDACTED") || !strings.Contains(r.stderr, "/v1/transfers") {
 		t.Fatalf("--debug: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	r2 := f.run(f.as(f.alice, true), "--debug", "balances")
-	for _, secret := range []string{f.alice.TestKey.Reveal(), f.alice.DecryptionKey.Reveal(), "secret memo", "99"} {
+	for _, secret := range []string{f.alice.TestKey.Reveal(), f.alice.DecryptionKey.Reveal(), "secret memo", "12.345678", "87.654322"} {
 		if strings.Contains(r.stderr+r2.stderr, secret) {
 			t.Errorf("--debug output holds a secret (%d bytes)", len(secret))
 		}
