@@ -319,10 +319,11 @@ func parseWhen(flag, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, s)
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
+	if err == nil && t.Year() >= 1970 {
 		return t, nil
 	}
 	return time.Time{}, usagef("%s must be RFC 3339 (2026-01-05T09:00:00Z) or a date (2026-01-05)", flag)
