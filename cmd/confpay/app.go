@@ -49,6 +49,8 @@ type app struct {
 	// pollWait waits between two polls of pay --wait; tests replace it
 	// to move the fakeserver's clock instead of waiting.
 	pollWait func(ctx context.Context) error
+	// terminal makes the output streams count as terminals (tests).
+	terminal bool
 
 	// global flags
 	jsonOut bool

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -549,18 +550,35 @@ func TestColour(t *testing.T) {
 	if out := f.ok(f.as(f.alice, false), "transfers", "list"); strings.Contains(out, "\x1b[") {
 		t.Errorf("colour off a terminal: %q", out)
 	}
-	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
-	if err == nil {
-		defer tty.Close()
+	// On a terminal the status column is painted and the table keeps its
+	// alignment; NO_COLOR turns colour off.
+	f.pay("1", "")
+	term := func(env map[string]string) string {
+		var out strings.Builder
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: io.Discard, env: func(k string) string { return env[k] }, terminal: true}
+		if code := a.execute(context.Background(), []string{"transfers", "list"}); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		return out.String()
 	}
-	a := &app{env: func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }}
-	if err == nil && a.colorOn(tty) {
-		t.Error("colour with NO_COLOR set")
+	colored := term(f.as(f.alice, false))
+	if !strings.Contains(colored, green+"confirmed"+reset) && !strings.Contains(colored, yellow+"pending"+reset) {
+		t.Errorf("no colour on a terminal: %q", colored)
+	}
+	if got, want := ansi.ReplaceAllString(colored, ""), f.ok(f.as(f.alice, false), "transfers", "list"); got != want {
+		t.Errorf("coloured table misaligned:\n%s\nwant:\n%s", got, want)
+	}
+	noColor := f.as(f.alice, false)
+	noColor["NO_COLOR"] = "1"
+	if out := term(noColor); strings.Contains(out, "\x1b[") {
+		t.Errorf("colour with NO_COLOR set: %q", out)
 	}
 	if got := clean("a\tb\x1b[31mc\u202e\n"); got != `a\tb\x1b[31mc\u202e\n` {
 		t.Errorf("clean = %q", got)
 	}
 }
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // secretIn finds the forward secret in listen's start-up text.
 func secretIn(t *testing.T, text string) string {

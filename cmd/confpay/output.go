@@ -34,7 +34,7 @@ func isTerminal(w any) bool {
 // colorOn reports whether to paint what goes to w: only on a terminal,
 // never with NO_COLOR set (no-color.org) or TERM=dumb.
 func (a *app) colorOn(w io.Writer) bool {
-	return isTerminal(w) && a.env("NO_COLOR") == "" && a.env("TERM") != "dumb"
+	return (a.terminal || isTerminal(w)) && a.env("NO_COLOR") == "" && a.env("TERM") != "dumb"
 }
 
 // paint colours s for w when colour is on.
@@ -78,7 +78,13 @@ type table struct {
 
 func (a *app) newTable(header ...string) *table {
 	t := &table{tw: tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)}
-	t.row(header...)
+	h := append([]string{}, header...)
+	for i, c := range h {
+		if c == "STATUS" { // painted like its cells, to keep the column aligned
+			h[i] = a.paint(a.stdout, plain, c)
+		}
+	}
+	t.row(h...)
 	return t
 }
 

@@ -96,7 +96,7 @@ confpay prints the held transaction's id.`,
 				if err := a.printJSON(t); err != nil {
 					return err
 				}
-			} else if err := a.transferFields(t, opened{}, nil); err != nil {
+			} else if err := a.transferFields(t, opened{Amount: &amount, Memo: &memo}, nil); err != nil {
 				return err
 			}
 			if t.Status == confpay.StatusFailed {
