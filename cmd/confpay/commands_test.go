@@ -473,7 +473,7 @@ func TestErrors(t *testing.T) {
 		{"unknown webhook", f.as(f.alice, false), []string{"webhooks", "delete", "wh_00000000000000000000"}, exitNotFound, "not_found"},
 		{"unknown recipient", f.as(f.alice, false), []string{"pay", "@nobody", "1"}, exitNotFound, "recipient_not_found"},
 		{"insufficient balance", f.as(f.alice, false), []string{"pay", "@bob", "1000"}, exitError, "insufficient_balance"},
-		{"bad amount", f.as(f.alice, false), []string{"pay", "@bob", "12,5"}, exitUsage, `amount "12,5" is not an amount`},
+		{"bad amount", f.as(f.alice, false), []string{"pay", "@bob", "12,5"}, exitUsage, `invalid amount "12,5": must be`},
 		{"negative amount", f.as(f.alice, false), []string{"pay", "@bob", "-1"}, exitUsage, "unknown shorthand flag"},
 		{"too many decimals", f.as(f.alice, false), []string{"pay", "@bob", "0.0000001"}, exitUsage, "amount"},
 		{"missing decryption key file", f.as(f.alice, false), []string{"balances", "--decryption-key-file", missingFile}, exitUsage, "--decryption-key-file"},

@@ -40,7 +40,7 @@ confpay prints the held transaction's id.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			amount, err := confpay.ParseAmount(args[1])
 			if err != nil {
-				return usagef("amount %q is not an amount: %s", clean(args[1]), strings.TrimPrefix(err.Error(), "confpay: "))
+				return usagef("invalid amount %q: %s", clean(args[1]), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
 			}
 			p := &confpay.TransferCreateParams{To: args[0], Amount: amount, Memo: memo}
 			if asset != "" {
