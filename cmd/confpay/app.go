@@ -96,7 +96,11 @@ func (a *app) execute(ctx context.Context, args []string) int {
 		}
 	}
 	code := exitCode(ctx, err)
-	fmt.Fprintln(a.stderr, a.paint(a.stderr, red, "confpay:")+" "+clean(errorLine(err)))
+	line := errorLine(err)
+	if code == exitInterrupted {
+		line = "interrupted"
+	}
+	fmt.Fprintln(a.stderr, a.paint(a.stderr, red, "confpay:")+" "+clean(line))
 	if code == exitUsage && !a.started {
 		fmt.Fprintln(a.stderr, "Run 'confpay --help' or '<command> --help' for usage.")
 	}

@@ -126,6 +126,17 @@ func TestPayWaitFailed(t *testing.T) {
 	}
 }
 
+func TestPayWaitInterrupted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupt := func(ctx context.Context) error { cancel(); <-ctx.Done(); return ctx.Err() }
+	r := runCLI(t, ctx, invocation{env: f.as(f.alice, false), pollWait: interrupt}, "pay", "@bob", "2", "--wait")
+	if r.code != exitInterrupted || r.stderr != "confpay: interrupted\n" {
+		t.Errorf("Ctrl-C during --wait: exit %d, %s", r.code, r.stderr)
+	}
+}
+
 func TestTransfers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -428,7 +439,9 @@ func TestListenJSON(t *testing.T) {
 	a := &app{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, env: func(k string) string { return f.as(f.alice, false)[k] }}
 	done := make(chan int, 1)
 	go func() { done <- a.execute(ctx, []string{"listen", "--json"}) }()
-	stderr.waitFor(t, "Ready:", 1)
+	if text := stderr.waitFor(t, "Ready:", 1); !strings.Contains(text, "receives all events") {
+		t.Errorf("listen without --events:\n%s", text)
+	}
 	f.pay("3", "")
 	out := stdout.waitFor(t, "\n", 1)
 	var ev webhookverify.TransferEvent

@@ -46,9 +46,7 @@ directly. The real service needs a public https URL: give it with --url
   confpay listen --events transfer.confirmed,transfer.failed --forward-to http://localhost:8080/hooks
   confpay listen --addr 127.0.0.1:9000 --url https://my-tunnel.example.com/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(events) == 0 {
-				events = webhookverify.Kinds()
-			}
+
 			if forwardTo != "" {
 				u, err := url.Parse(forwardTo)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -81,6 +79,10 @@ func (a *app) listen(ctx context.Context, c *confpay.Client, events []string, fo
 	if hookURL == "" {
 		hookURL = "http://" + ln.Addr().String() + "/"
 	}
+	what := strings.Join(events, ",")
+	if len(events) == 0 {
+		events, what = webhookverify.Kinds(), "all events"
+	}
 	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: hookURL, Events: events})
 	if err != nil {
 		return err
@@ -111,7 +113,7 @@ func (a *app) listen(ctx context.Context, c *confpay.Client, events []string, fo
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(a.stderr, "Ready: %s receives %s for webhook %s on %s. Ctrl-C to stop.\n",
-		clean(hookURL), clean(strings.Join(events, ",")), w.WebhookID, networkLine(c))
+		clean(hookURL), clean(what), w.WebhookID, networkLine(c))
 
 	select {
 	case err := <-served:
