@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strings"
@@ -350,9 +351,15 @@ func (a *app) rejectCmd() *cobra.Command {
 // that what is decided is shown with its amount and memo when the key can
 // open them.
 func (a *app) decisionCmd(verb, short, example string) *cobra.Command {
-	return &cobra.Command{
-		Use:     verb + " TRANSACTION_ID",
-		Short:   short,
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   verb + " TRANSACTION_ID",
+		Short: short,
+		Long: short + `.
+
+On a terminal, confpay first shows the payment (with its amount and memo
+when your decryption key opens them) and asks for confirmation; --yes skips
+the question. Scripts (no terminal) are not asked.`,
 		Args:    exactArgs("TRANSACTION_ID"),
 		Example: example,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -370,11 +377,18 @@ func (a *app) decisionCmd(verb, short, example string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var held *confpay.AgentTransaction
 			for _, p := range pending {
 				if p.TransactionID == args[0] {
+					held = p
 					if o, err = openTransaction(c, key, p); err != nil && !wrongKey(err) {
 						return err
 					}
+				}
+			}
+			if held != nil && !yes && (a.terminal || isTerminal(a.stdin)) {
+				if !a.confirm(verb, held, o) {
+					return &codedError{exitError, "nothing was " + verb + "d"}
 				}
 			}
 			decide := c.Agents.Approve
@@ -405,4 +419,25 @@ func (a *app) decisionCmd(verb, short, example string) *cobra.Command {
 			return a.fields(append(pairs, [2]string{"Decided", fmtTimePtr(d.DecidedAt)})...)
 		},
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+// confirm asks on stderr whether to approve or reject a held payment and
+// reads the answer from stdin: only "y" or "yes" agrees.
+func (a *app) confirm(verb string, p *confpay.AgentTransaction, o opened) bool {
+	what := "a payment in " + assetOrDefault(p.Asset) + " (sealed)"
+	if o.Amount != nil {
+		what = o.Amount.String() + " " + assetOrDefault(p.Asset)
+		if *o.Memo != "" {
+			what += fmt.Sprintf(" (memo %q)", clean(*o.Memo))
+		}
+	}
+	fmt.Fprintf(a.stderr, "%s %s from %s to %s? [y/N] ", strings.ToUpper(verb[:1])+verb[1:], what, clean(p.Agent), clean(p.To))
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }

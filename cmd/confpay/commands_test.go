@@ -261,6 +261,28 @@ func TestApprovals(t *testing.T) {
 	}
 }
 
+func TestApproveAsksOnATerminal(t *testing.T) {
+	t.Parallel()
+	f, _, atx := agentFixture(t)
+	ask := func(answer string, args ...string) result {
+		var stdout, stderr strings.Builder
+		a := &app{stdin: strings.NewReader(answer), stdout: &stdout, stderr: &stderr, terminal: true,
+			env: func(k string) string { return f.as(f.alice, true)[k] }}
+		code := a.execute(context.Background(), args)
+		return result{stdout.String(), stderr.String(), code}
+	}
+	r := ask("n\n", "approve", atx)
+	if r.code != exitError || !strings.Contains(r.stderr, `Approve 120 USDG (memo "annual plan") from @alice/buyer to @bob? [y/N]`) || !strings.Contains(r.stderr, "nothing was approved") {
+		t.Errorf("approve answered n: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if out := f.ok(f.as(f.alice, false), "approvals", "list"); !strings.Contains(out, atx) {
+		t.Fatalf("declined approval changed the payment:\n%s", out)
+	}
+	if r = ask("y\n", "approve", atx); r.code != 0 || !strings.Contains(r.stdout, "approved") {
+		t.Errorf("approve answered y: exit %d, %s", r.code, r.stderr)
+	}
+}
+
 func TestReject(t *testing.T) {
 	t.Parallel()
 	f, _, atx := agentFixture(t)
