@@ -27,6 +27,11 @@
 //     Variables a fragment declares and does not use are used for it (an
 //     illustration may stop at t, err := ...), so only real mistakes fail.
 //
+// A snippet that needs a nested module's dependencies (OpenTelemetry, say)
+// names that module's directory in its marker, and builds there:
+//
+//	<!-- snippet: given tp trace.TracerProvider; module examples/otel -->
+//
 // In every shape, the packages a block refers to by their usual name
 // (confpay, decrypt, fakeserver, webhookverify and common standard ones)
 // are imported when the block does not import them itself.
@@ -77,6 +82,7 @@ type snippet struct {
 	fence  int    // line of the opening fence
 	marker int    // line of the snippet marker, 0 if none
 	given  string // parameter list from the marker
+	module string // directory of the module it builds in, from the marker; "" for the root
 	code   []string
 }
 
@@ -102,11 +108,16 @@ func extract(t *testing.T, file string, text string) []snippet {
 			}
 			if m := markerRE.FindStringSubmatch(lines[j]); m != nil {
 				s.marker = j + 1
-				given, ok := strings.CutPrefix(m[1], "given")
-				if !ok {
-					t.Errorf("%s:%d: unknown snippet marker %q (want <!-- snippet: given name type, ... -->)", file, j+1, m[1])
+				for _, part := range strings.Split(m[1], ";") {
+					part = strings.TrimSpace(part)
+					if given, ok := strings.CutPrefix(part, "given "); ok {
+						s.given = strings.TrimSpace(given)
+					} else if mod, ok := strings.CutPrefix(part, "module "); ok {
+						s.module = strings.TrimSpace(mod)
+					} else {
+						t.Errorf("%s:%d: unknown snippet marker part %q (want <!-- snippet: given name type, ...; module dir -->)", file, j+1, part)
+					}
 				}
-				s.given = strings.TrimSpace(given)
 			}
 			break
 		}
@@ -375,51 +386,75 @@ func TestDocSnippets(t *testing.T) {
 		t.Fatal("no ```go blocks found: the extraction is broken")
 	}
 
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
+	// The snippets of each module go to a temporary directory under its
+	// testdata (this package's, for the root module).
+	type module struct {
+		dir, gen   string
+		build, run []string // package directories, relative to dir
 	}
-	gen, err := os.MkdirTemp("testdata", "gen")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(gen) })
-
-	var build, run []string      // package directories, relative to this package
+	modules := map[string]*module{}
 	where := map[string]string{} // package directory -> snippet
 	for i, s := range snippets {
+		m := modules[s.module]
+		if m == nil {
+			m = &module{dir: "."}
+			if s.module != "" {
+				m.dir = filepath.Join(root, filepath.FromSlash(s.module))
+				if _, err := os.Stat(filepath.Join(m.dir, "go.mod")); err != nil {
+					t.Errorf("%s: no module in %s: %v", s, s.module, err)
+					continue
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(m.dir, "testdata"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gen, err := os.MkdirTemp(filepath.Join(m.dir, "testdata"), "gen")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(gen) })
+			m.gen, _ = filepath.Rel(m.dir, gen)
+			modules[s.module] = m
+		}
 		pkg := fmt.Sprintf("s%02d", i+1)
 		g, err := generate(s, root, pkg)
 		if err != nil {
 			t.Errorf("%s: the snippet does not parse:\n%v", s, err)
 			continue
 		}
-		dir := "./" + filepath.ToSlash(filepath.Join(gen, pkg))
+		rel := "./" + filepath.ToSlash(filepath.Join(m.gen, pkg))
+		dir := filepath.Join(m.dir, rel)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(g.source), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		where[dir] = s.String()
+		where[rel] = s.String()
 		if g.test {
-			run = append(run, dir)
+			m.run = append(m.run, rel)
 		} else {
-			build = append(build, dir)
+			m.build = append(m.build, rel)
 		}
 	}
-	t.Logf("%d snippets: %d compiled, %d run as tests", len(snippets), len(build), len(run))
 
-	// One go command for all the snippets that compile only, one for the
-	// tests: each snippet is its own package, and //line directives make
-	// every message point into the Markdown.
-	if len(build) > 0 {
-		if out, err := goCmd(".", append([]string{"vet"}, build...)...); err != nil {
-			t.Errorf("documentation snippets do not compile (positions are in the Markdown files):\n%s\n%s", out, legend(where, out))
+	// Per module, one go command for all the snippets that compile only,
+	// one for the tests: each snippet is its own package, and //line
+	// directives make every message point into the Markdown.
+	for name, m := range modules {
+		if name == "" {
+			name = "the root module"
 		}
-	}
-	if len(run) > 0 {
-		if out, err := goCmd(".", append([]string{"test", "-count=1"}, run...)...); err != nil {
-			t.Errorf("documentation snippets that are tests fail (positions are in the Markdown files):\n%s\n%s", out, legend(where, out))
+		t.Logf("%s: %d snippets compiled, %d run as tests", name, len(m.build), len(m.run))
+		if len(m.build) > 0 {
+			if out, err := goCmd(m.dir, append([]string{"vet"}, m.build...)...); err != nil {
+				t.Errorf("documentation snippets do not compile in %s (positions are in the Markdown files):\n%s\n%s", name, out, legend(where, out))
+			}
+		}
+		if len(m.run) > 0 {
+			if out, err := goCmd(m.dir, append([]string{"test", "-count=1"}, m.run...)...); err != nil {
+				t.Errorf("documentation snippets that are tests fail in %s (positions are in the Markdown files):\n%s\n%s", name, out, legend(where, out))
+			}
 		}
 	}
 }
