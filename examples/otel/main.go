@@ -45,7 +45,7 @@ func main() {
 	for _, s := range rec.Ended() {
 		fmt.Printf("span %q %s %s\n", s.Name(), s.SpanKind(), s.Status().Code)
 		for _, kv := range s.Attributes() {
-			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.Emit())
+			fmt.Printf("  %s=%s\n", kv.Key, kv.Value.String())
 		}
 	}
 }

@@ -85,7 +85,7 @@ func TestSpansCarryNoSecret(t *testing.T) {
 	spans, _ := traced(t)
 	for _, s := range spans {
 		for _, kv := range s.Attributes() {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			if strings.Contains(v, "hc_test_") || strings.Contains(v, "12.5") || strings.Contains(strings.ToLower(string(kv.Key)), "authorization") {
 				t.Errorf("span %q carries %s=%s", s.Name(), kv.Key, v)
 			}
@@ -105,7 +105,7 @@ func Example_tracing() {
 		return
 	}
 	for _, s := range rec.Ended() {
-		fmt.Println(s.Name(), s.SpanKind(), attr(s, "http.response.status_code").Emit())
+		fmt.Println(s.Name(), s.SpanKind(), attr(s, "http.response.status_code").String())
 	}
 	// Output:
 	// HTTP POST client 503
