@@ -24,7 +24,8 @@
 //
 // The server follows the wall clock unless -virtual-clock is given; either
 // way POST /_fake/clock moves it. It listens on loopback by default: the
-// /_fake admin interface takes no key. SIGINT or SIGTERM stops it cleanly.
+// /_fake admin interface takes no key, so keep -addr on loopback
+// (127.0.0.1:0 picks a free port; :0 would listen on every interface). SIGINT or SIGTERM stops it cleanly.
 // See docs/fakeserver.md for the whole admin interface.
 package main
 
@@ -121,7 +122,7 @@ type started struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("confpay-fakeserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on")
+	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on; keep it on loopback, the admin interface takes no key (127.0.0.1:0 picks a free port)")
 	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending before it confirms")
 	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits for a decision")
 	virtual := fs.Bool("virtual-clock", false, "start a virtual clock at 2026-01-05T09:00:00Z that moves only through POST /_fake/clock")
