@@ -195,7 +195,7 @@ type deliveryPool struct {
 
 func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error)) *deliveryPool {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // never a proxy from the environment
+	tr.Proxy = nil        // never a proxy from the environment
 	tr.DialContext = dial // refuses the server's own listeners (selfguard.go)
 	if tlsConfig != nil {
 		tr.TLSClientConfig = tlsConfig.Clone()
