@@ -463,8 +463,7 @@ func (s *Server) RegisterDomain(accountRef, domain string) error {
 // authenticate resolves the bearer key, or answers 401 unauthorized.
 func (s *Server) authenticate(c *call) *apiError {
 	unauthorized := newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
-	auth := c.r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(auth, "Bearer ")
+	secret, ok := bearerCredential(c.r)
 	if !ok {
 		return unauthorized
 	}

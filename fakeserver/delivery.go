@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -42,8 +43,9 @@ import (
 // a last attempt exactly 24 h after the first. No attempt is ever later
 // than that 24 h mark; after it the delivery is failed. A 2xx answer within
 // the delivery timeout (10 s by default, real time) is success; anything
-// else (another status, a timeout, a refused connection, a redirect) is a
-// failure.
+// else (another status, a timeout, a refused connection, a redirect, a
+// dial the self-SSRF guard refused: see selfguard.go) is a failure. The
+// client follows no redirect.
 //
 // Deleting a subscription cancels its pending retries and in-flight
 // requests at once. stopDeliveries (Close, Reset) cancels everything.
@@ -191,9 +193,10 @@ type deliveryPool struct {
 	wg      sync.WaitGroup
 }
 
-func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config) *deliveryPool {
+func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config, dial func(context.Context, string, string) (net.Conn, error)) *deliveryPool {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // never a proxy from the environment
+	tr.Proxy = nil        // never a proxy from the environment
+	tr.DialContext = dial // refuses the server's own listeners (selfguard.go)
 	if tlsConfig != nil {
 		tr.TLSClientConfig = tlsConfig.Clone()
 	}
@@ -216,7 +219,7 @@ func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config) *deliveryPool
 // startDeliveries starts the delivery workers. It is called by resetLocked
 // (from NewServer and Reset) and does not take s.mu.
 func (s *Server) startDeliveries() {
-	p := newDeliveryPool(s.opts.deliveryTimeout, s.opts.deliveryTLS)
+	p := newDeliveryPool(s.opts.deliveryTimeout, s.opts.deliveryTLS, s.dialer())
 	if s.opts.noDeliveryJitter {
 		p.jitter = func(d time.Duration) time.Duration { return d }
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -76,7 +77,7 @@ func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
 			hs := whLeanReceiver(b)
-			p := newDeliveryPool(10*time.Second, nil)
+			p := newDeliveryPool(10*time.Second, nil, (&net.Dialer{}).DialContext)
 			defer p.client.CloseIdleConnections()
 			body := bytes.Repeat([]byte("x"), 330)
 			jobs := make(chan int)

@@ -2,6 +2,8 @@ package fakeserver
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +62,7 @@ type Server struct {
 
 	handler http.Handler
 	hs      *httptest.Server // set by Start
+	self    selfAddrs        // the server's own listeners (selfguard.go)
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -90,6 +94,11 @@ type options struct {
 	deliveryTLS      *tls.Config
 	logger           *slog.Logger
 	ethRate          confpay.Limit
+	// adminTokenHash is the SHA-256 of the admin token; nil: none.
+	adminTokenHash *[32]byte
+	// lookup, set only by internal tests (withLookup), replaces name
+	// resolution for the self-SSRF checks and the delivery dialer.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -139,6 +148,18 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // policies count ETH payments (default 3000).
 func WithETHRate(usdgPerETH confpay.Limit) Option { return func(o *options) { o.ethRate = usdgPerETH } }
 
+// WithAdminToken requires every /_fake admin request to carry
+// "Authorization: Bearer <token>" (the scheme in any case); any other
+// answers 401 unauthorized. The token is compared in constant time and
+// never logged. Without this option the admin interface takes no
+// credentials. A token that cannot be sent as a bearer credential (empty,
+// or holding a space, tab or comma) matches no request, which closes the
+// admin interface over HTTP; the Go API is unaffected.
+func WithAdminToken(token string) Option {
+	h := sha256.Sum256([]byte(token))
+	return func(o *options) { o.adminTokenHash = &h }
+}
+
 // NewServer returns a server that is not listening: mount Handler yourself,
 // or call Start. Call Close when done.
 func NewServer(opts ...Option) *Server {
@@ -182,6 +203,7 @@ func New(t testing.TB, opts ...Option) *Server {
 func (s *Server) Start() {
 	if s.hs == nil {
 		s.hs = httptest.NewServer(s.handler)
+		s.self.learnNetAddr(s.hs.Listener.Addr())
 	}
 }
 
@@ -336,6 +358,9 @@ func (s *Server) routes() http.Handler {
 	// The request id is set before the mux runs, so that even its own
 	// answers (redirects of unclean paths) carry one.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Whatever listener this came through is the server's own: no
+		// webhook may deliver to it (selfguard.go).
+		s.self.learnNetAddr(r.Context().Value(http.LocalAddrContextKey))
 		w.Header().Set("X-Request-Id", newID("req_"))
 		mux.ServeHTTP(w, r)
 	})
@@ -349,6 +374,10 @@ func (s *Server) dispatch(rs []route) http.Handler {
 		if c.reqID == "" {
 			c.reqID = newID("req_")
 			w.Header().Set("X-Request-Id", c.reqID)
+		}
+		if apiErr := s.checkAdminToken(r); apiErr != nil {
+			s.writeError(c, apiErr)
+			return
 		}
 		if rs == nil {
 			s.writeError(c, errNotFound("no such path"))

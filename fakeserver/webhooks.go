@@ -87,7 +87,10 @@ func parseWebhookCreate(body []byte) (*webhookCreate, *apiError) {
 }
 
 // checkWebhookURL accepts an absolute https URL, or http on a loopback host
-// (127.0.0.0/8, ::1, localhost) so that local receivers work in tests.
+// (127.0.0.0/8, ::1, localhost) so that local receivers work in tests; on
+// a port in 1–65535; on a host that is a name or a standard IP address,
+// never an unspecified, link-local or metadata one (see selfguard.go).
+// Whether it reaches the server itself is Server.checkNotSelf's question.
 func checkWebhookURL(raw string) *apiError {
 	if raw == "" {
 		return errInvalid("url", "url is required")
@@ -107,6 +110,18 @@ func checkWebhookURL(raw string) *apiError {
 	}
 	if u.User != nil {
 		return errInvalid("url", "url must not carry a user name or password")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errInvalid("url", "url port must be between 1 and 65535")
+		}
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if why := forbiddenAddr(a); why != "" {
+			return errInvalid("url", "url host is "+why+"; no receiver lives there")
+		}
+	} else if numericHost(u.Hostname()) {
+		return errInvalid("url", "url host is not a standard IP address; write IPv4 as four decimal numbers (127.0.0.1) and IPv6 in brackets")
 	}
 	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
 		return errInvalid("url", "url must use https; http is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)")
@@ -163,6 +178,10 @@ func (s *Server) subscriptionLocked(c *call) (*subscription, *apiError) {
 func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 	req, apiErr := parseWebhookCreate(c.body)
 	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	u, _ := url.Parse(req.url) // parseWebhookCreate parsed it
+	if apiErr := s.checkNotSelf(c.r.Context(), u, c.r); apiErr != nil {
 		return 0, nil, apiErr
 	}
 	s.mu.Lock()
