@@ -165,11 +165,9 @@ func TestAgentsHeldCap(t *testing.T) {
 			first = tr
 		}
 	}
-	w := handlerCall(f.srv, agentKey, "POST", "/v1/transfers", `{"to":"@bob","amount":"1"}`)
-	var eb confpay.ErrorBody
-	_ = json.Unmarshal(w.Body.Bytes(), &eb)
-	if w.Code != http.StatusTooManyRequests || eb.Code != confpay.CodeRateLimited || w.Header().Get("Retry-After") == "" {
-		t.Fatalf("payment over the cap = %d %s (Retry-After %q), want 429 rate_limited with Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
+	w := cRaw(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over")
+	if w.status != http.StatusTooManyRequests || w.err().Code != confpay.CodeRateLimited || w.header.Get("Retry-After") == "" {
+		t.Fatalf("payment over the cap = %d %s (Retry-After %q), want 429 rate_limited with Retry-After", w.status, w.body, w.header.Get("Retry-After"))
 	}
 	if ids := f.pendingIDs(f.alice); len(ids) != 3 {
 		t.Fatalf("pending = %d, want 3 (the refused one is not held)", len(ids))
@@ -178,7 +176,11 @@ func TestAgentsHeldCap(t *testing.T) {
 	if _, err := f.alice.Agents.Reject(f.ctx, first.TransactionID); err != nil {
 		t.Fatal(err)
 	}
-	f.hold(agent, "@bob", "1") // a decision made room
+	// A decision made room, and the 429 was not kept: the same key runs
+	// again.
+	if w := cRaw(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over"); w.status != http.StatusAccepted || w.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry with the same key after room was made = %d %s, want a fresh 202", w.status, w.body)
+	}
 	_, err := f.pay(agent, "@bob", "1", "")
 	agWantError(t, err, http.StatusTooManyRequests, confpay.CodeRateLimited, "", "")
 
