@@ -53,6 +53,9 @@ type heldBook struct {
 	byID map[string]*heldTx
 	// pending is each owner's payments awaiting a decision.
 	pending map[*account]map[string]*heldTx
+	// waiting counts each agent's payments awaiting a decision, for the
+	// cap (Server.SetMaxHeldPerAgent).
+	waiting map[*account]int
 	// spend is each agent's rolling window.
 	spend map[*account]*spendWindow
 }
@@ -60,6 +63,7 @@ type heldBook struct {
 func (b *heldBook) init() {
 	b.byID = map[string]*heldTx{}
 	b.pending = map[*account]map[string]*heldTx{}
+	b.waiting = map[*account]int{}
 	b.spend = map[*account]*spendWindow{}
 }
 
@@ -208,9 +212,40 @@ func (s *Server) agentPayLocked(n *network, p *payment, k *apiKey) (*transfer, *
 		n.held.window(p.from).add(s.clock.Now(), amount, t)
 		return t, nil, nil
 	case rules.Hold:
+		if n.held.waiting[p.from] >= s.maxHeld {
+			return nil, nil, errHeldCap()
+		}
 		return nil, s.holdLocked(n, p, k), nil
 	}
 	return nil, nil, refusal(o)
+}
+
+// heldCapRetryAfter is the Retry-After of a payment refused by the cap:
+// room comes back only when the owner decides or a payment expires.
+const heldCapRetryAfter = "60"
+
+// errHeldCap is the answer to a payment that would be held while the agent
+// already has the most payments waiting for a decision: 429 rate_limited,
+// and nothing is held (decisions.md).
+func errHeldCap() *apiError {
+	e := newError(http.StatusTooManyRequests, confpay.CodeRateLimited,
+		"the agent has too many payments waiting for the owner's decision; retry once some are decided")
+	e.retryAfter = heldCapRetryAfter
+	return e
+}
+
+// DefaultMaxHeldPerAgent is how many payments may wait for a decision per
+// agent and network unless WithMaxHeldPerAgent or SetMaxHeldPerAgent says
+// otherwise.
+const DefaultMaxHeldPerAgent = 1000
+
+// SetMaxHeldPerAgent sets how many payments may wait for the owner's
+// decision per agent and network (see WithMaxHeldPerAgent). Payments
+// already held stay held; n below 1 is taken as 1.
+func (s *Server) SetMaxHeldPerAgent(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxHeld = max(n, 1)
 }
 
 // holdLocked records a payment for the owner's decision, schedules its
@@ -236,6 +271,7 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 		n.held.pending[owner] = map[string]*heldTx{}
 	}
 	n.held.pending[owner][h.id] = h
+	n.held.waiting[h.agent]++
 	h.timer = s.clock.At(h.expiresAt, func(time.Time) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -255,7 +291,16 @@ func (s *Server) expireLocked(n *network, h *heldTx) {
 	h.status = heldExpired
 	h.timer.Stop()
 	h.p = nil // the amount and memo are not needed any more
-	delete(n.held.pending[h.agent.owner], h.id)
+	n.held.leavePendingLocked(h)
+}
+
+// leavePendingLocked takes a held payment off its owner's pending list and
+// its agent's count.
+func (b *heldBook) leavePendingLocked(h *heldTx) {
+	delete(b.pending[h.agent.owner], h.id)
+	if b.waiting[h.agent]--; b.waiting[h.agent] <= 0 {
+		delete(b.waiting, h.agent)
+	}
 }
 
 // decidedLocked records a decision: the payment leaves the book, so a
@@ -266,7 +311,7 @@ func (s *Server) decidedLocked(n *network, h *heldTx, status string) {
 	h.decidedAt = &now
 	h.timer.Stop()
 	delete(n.held.byID, h.id)
-	delete(n.held.pending[h.agent.owner], h.id)
+	n.held.leavePendingLocked(h)
 }
 
 // heldCreateAnswer is the 202 body of POST /v1/transfers for a payment

@@ -393,12 +393,14 @@ func TestAgentsHeldNotReserved(t *testing.T) {
 		f.hold(agent, "@bob", "60")
 	}
 	f.mustPay(agent, "@bob", "40")
-	// A held payment the balance cannot cover is refused, not held.
-	_, err := f.pay(agent, "@bob", "61", "")
-	agWantError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
-	if ids := f.pendingIDs(f.alice); len(ids) != 3 {
+	// A payment above the threshold is held whatever the balance: the
+	// balance is looked at only on approval.
+	held := f.hold(agent, "@bob", "61")
+	if ids := f.pendingIDs(f.alice); len(ids) != 4 {
 		t.Errorf("pending = %v", ids)
 	}
+	_, err := f.alice.Agents.Approve(f.ctx, held.TransactionID)
+	agWantError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 }
 
 func mustIssue(t *testing.T, srv *fakeserver.Server, ref string) string {

@@ -115,8 +115,8 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	waitTimers(srv, 1) // the first request is held, its key in use
 
 	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
-	if a.status != 409 || a.err().Code != confpay.CodeIdempotencyKeyInUse {
-		t.Fatalf("%d %s", a.status, a.body)
+	if a.status != 409 || a.err().Code != confpay.CodeIdempotencyKeyInUse || a.header.Get("Retry-After") != "1" {
+		t.Fatalf("%d %s Retry-After %q, want 409 idempotency_key_in_use with Retry-After: 1", a.status, a.body, a.header.Get("Retry-After"))
 	}
 	srv.Advance(time.Hour)
 	got := <-first
@@ -207,5 +207,56 @@ func TestIdempotencyExpiryAfterClockSetBack(t *testing.T) {
 	a = cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late")
 	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("a key 10 h old: %d replayed=%q, want a replay", a.status, a.header.Get("Idempotent-Replayed"))
+	}
+}
+
+// TestIdempotencyStoreRule: an answer is kept only when the request ran
+// against the state. A 400 (or 413) is forgotten, so the caller can fix
+// its body and send it again with the same key; 402 and 404
+// recipient_not_found are kept and replayed.
+func TestIdempotencyStoreRule(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	key := alice.test()
+
+	// Not kept: 400 (a missing member, too many decimals) and 413.
+	for i, bad := range []string{`{"to":"@bob"}`, `{"to":"@bob","amount":"1.0000001"}`, `{"to":"@bob","amount":"1","memo":"` + strings.Repeat("m", fakeserver.MaxBodyBytes) + `"}`} {
+		k := "fix-" + string(rune('a'+i))
+		a := cRaw(t, srv, "POST", "/v1/transfers", key, bad, "Idempotency-Key", k)
+		if a.status != 400 && a.status != 413 {
+			t.Fatalf("bad body %d: %d %s", i, a.status, a.body)
+		}
+		a = cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
+		if a.status != 201 || a.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("corrected body after %d: %d replayed=%q %s, want a fresh 201", i, a.status, a.header.Get("Idempotent-Replayed"), a.body)
+		}
+		if a2 := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k); a2.status != 201 || a2.header.Get("Idempotent-Replayed") != "true" || string(a2.body) != string(a.body) {
+			t.Fatalf("the corrected answer was not kept: %d %s", a2.status, a2.body)
+		}
+	}
+	if ts, _ := srv.Transfers("@alice", confpay.NetworkTest); len(ts) != 3 {
+		t.Fatalf("%d transfers, want 3", len(ts))
+	}
+
+	// Kept: refusals decided on the state, replayed even once the state
+	// would answer otherwise.
+	a := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf")
+	if a.status != 404 || a.err().Code != confpay.CodeRecipientNotFound {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	cAccount(t, srv, "@carol")
+	if r := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf"); r.status != 404 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("404 recipient_not_found not replayed: %d %s", r.status, r.body)
+	}
+	a = cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor")
+	if a.status != 402 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
+	if r := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor"); r.status != 402 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("402 not replayed: %d %s", r.status, r.body)
 	}
 }

@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"crypto/sha256"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -22,8 +23,9 @@ const idempotencyTTL = 24 * time.Hour
 //   - the same key while the first request still runs is 409
 //     idempotency_key_in_use.
 //
-// Answers of 500 and above are not kept, so that a retry runs again.
-// Entries expire 24 hours (server time) after the first request. The store
+// Only answers of requests that ran against the state are kept (see
+// keepAnswer); any other answer forgets the key, so that the caller can fix
+// its body and send again with the same key. Entries expire 24 hours (server time) after the first request. The store
 // has its own lock; it never holds it while a handler runs.
 type idempotencyStore struct {
 	mu      sync.Mutex
@@ -102,8 +104,10 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 				"this Idempotency-Key was used with another method, path or body").withParam("Idempotency-Key"))
 		case !e.done:
 			st.mu.Unlock()
-			s.writeError(c, newError(http.StatusConflict, confpay.CodeIdempotencyKeyInUse,
-				"a request with this Idempotency-Key is still being processed").withParam("Idempotency-Key"))
+			e := newError(http.StatusConflict, confpay.CodeIdempotencyKeyInUse,
+				"a request with this Idempotency-Key is still being processed").withParam("Idempotency-Key")
+			e.retryAfter = "1"
+			s.writeError(c, e)
 		default:
 			status, body := e.status, e.body
 			st.mu.Unlock()
@@ -119,7 +123,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 
 	kept := false
 	defer func() {
-		if !kept { // a 5xx or a panic: forget the key so that a retry runs
+		if !kept { // not kept, or a panic: forget the key so that a retry runs
 			st.mu.Lock()
 			if st.entries[scope] == e {
 				delete(st.entries, scope)
@@ -129,21 +133,46 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	}()
 	var status int
 	var body []byte
+	errCode := ""
 	code, v, err := s.run(c, rt.h)
 	if err != nil {
 		sc, eb := errorAnswer(c.reqID, err)
 		status, body = render(sc, eb)
-		if ae, ok := err.(*apiError); ok && ae.retryAfter != "" {
-			c.header.Set("Retry-After", ae.retryAfter)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			errCode = ae.body.Code
+			if ae.retryAfter != "" {
+				c.header.Set("Retry-After", ae.retryAfter)
+			}
 		}
 	} else {
 		status, body = render(code, v)
 	}
-	if status < 500 {
+	if keepAnswer(status, errCode) {
 		st.mu.Lock()
 		e.done, e.status, e.body = true, status, body
 		st.mu.Unlock()
 		kept = true
 	}
 	s.writeRaw(c, status, body)
+}
+
+// keepAnswer is the store rule of decisions.md: keep the answer of a
+// request that got past validation and ran against the state (2xx and 202,
+// and refusals decided on the state such as 402, 403 policy_violation, 404
+// recipient_not_found, 422 recipient_not_confidential_ready). Not kept: 400
+// and 413 (the request never ran; the caller may fix its body and send
+// again with the same key), 401, 409 idempotency_key_in_use, 429 (a retry
+// with the same key must run again) and every 5xx.
+func keepAnswer(status int, code string) bool {
+	switch {
+	case status >= 500:
+		return false
+	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge,
+		status == http.StatusUnauthorized, status == http.StatusTooManyRequests:
+		return false
+	case status == http.StatusConflict && code == confpay.CodeIdempotencyKeyInUse:
+		return false
+	}
+	return true
 }

@@ -57,6 +57,8 @@ type Server struct {
 	accountSeq  uint64 // numbers accounts in creation order
 	keySeq      uint64 // numbers API keys in issue order
 
+	maxHeld int // payments waiting for a decision per agent and network
+
 	faults     faultScript
 	idempotent idempotencyStore
 
@@ -98,7 +100,8 @@ type options struct {
 	adminTokenHash *[32]byte
 	// lookup, set only by internal tests (withLookup), replaces name
 	// resolution for the self-SSRF checks and the delivery dialer.
-	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	lookup  func(ctx context.Context, host string) ([]netip.Addr, error)
+	maxHeld int
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -160,6 +163,12 @@ func WithAdminToken(token string) Option {
 	return func(o *options) { o.adminTokenHash = &h }
 }
 
+// WithMaxHeldPerAgent sets how many payments may wait for the owner's
+// decision per agent and network (default DefaultMaxHeldPerAgent, 1000).
+// One more answers 429 rate_limited with Retry-After and is not held, so
+// that an agent can never bury its owner's pending list.
+func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
+
 // NewServer returns a server that is not listening: mount Handler yourself,
 // or call Start. Call Close when done.
 func NewServer(opts ...Option) *Server {
@@ -170,11 +179,12 @@ func NewServer(opts ...Option) *Server {
 		deliveryTimeout: 10 * time.Second,
 		deliveryWorkers: 8,
 		ethRate:         confpay.MustParseLimit("3000"),
+		maxHeld:         DefaultMaxHeldPerAgent,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Server{opts: o, closing: make(chan struct{})}
+	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{})}
 	if o.realClock {
 		s.clock = newRealClock()
 	} else {

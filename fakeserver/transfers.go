@@ -18,6 +18,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -522,6 +523,11 @@ func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
 	defer s.mu.Unlock()
 	if !c.acct.kycOK() {
 		return 0, nil, errKYC()
+	}
+	if c.acct.isAgent() && c.acct.agentStatus != confpay.AgentActive {
+		// An agent's status is its first check (decisions.md), before the
+		// recipient is looked at.
+		return 0, nil, refusal(rules.NotActive)
 	}
 	to, addr, apiErr := s.resolveRecipientLocked(p.toText)
 	if apiErr != nil {

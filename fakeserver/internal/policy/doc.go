@@ -22,6 +22,12 @@
 //  4. active hours (UTC, both minutes inclusive; not re-checked on approval)
 //  5. per-transaction limit (an amount greater than the limit fails)
 //  6. daily limit (window spend plus the amount greater than the limit fails)
-//  7. balance (the caller says whether it covers the payment)
-//  8. approval threshold (strictly greater: hold; not applied on approval)
+//  7. approval threshold (strictly greater: hold, and the balance is not
+//     looked at; not applied on approval)
+//  8. balance (the caller says whether it covers the payment), only for a
+//     payment submitted now
+//
+// No answer depends on the balance except the last refusal of a payment
+// that would otherwise move money at once: an agent key learns nothing of
+// its balance from held payments.
 package policy

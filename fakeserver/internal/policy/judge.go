@@ -22,7 +22,8 @@ type Facts struct {
 	// equivalents of its pending and confirmed payments of the last 24 h.
 	Spent int64
 	// Funded reports whether the agent's available balance of Asset covers
-	// the payment.
+	// the payment. Judge reads it last, only for a payment it would submit
+	// now.
 	Funded bool
 }
 
@@ -46,8 +47,9 @@ type Outcome uint8
 const (
 	// Submit: every check passed; submit the payment now.
 	Submit Outcome = iota
-	// Hold: every check passed and the amount is above the approval
-	// threshold; hold it for the owner (Payment mode only).
+	// Hold: every policy check passed and the amount is above the
+	// approval threshold; hold it for the owner (Payment mode only). The
+	// balance is not looked at.
 	Hold
 	// NotActive: the agent is paused or disabled (403 agent_not_active).
 	NotActive
@@ -132,11 +134,15 @@ func (p *Policy) Judge(f *Facts, mode Mode) Outcome {
 	if addSat(f.Spent, f.Amount) > p.daily {
 		return DailyLimit
 	}
-	if !f.Funded {
-		return InsufficientBalance
-	}
+	// The threshold comes before the balance: a held payment's answer must
+	// not depend on the balance, or an agent key could learn its balance
+	// by binary search over held payments (decisions.md, "No balance
+	// oracle").
 	if !approval && p.hasThreshold && f.Amount > p.threshold {
 		return Hold
+	}
+	if !f.Funded {
+		return InsufficientBalance
 	}
 	return Submit
 }

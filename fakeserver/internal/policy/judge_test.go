@@ -79,7 +79,8 @@ func TestJudgeTable(t *testing.T) {
 		{"daily spent saturated", limits, f(func(x *Facts) { x.Spent = math.MaxInt64 }), Payment, DailyLimit},
 		// Balance.
 		{"unfunded", limits, f(func(x *Facts) { x.Funded = false }), Payment, InsufficientBalance},
-		{"unfunded and above threshold", limits, f(func(x *Facts) { x.Funded = false; x.Amount = 25 * usdg }), Payment, InsufficientBalance},
+		{"unfunded and above threshold: held, balance not looked at", limits, f(func(x *Facts) { x.Funded = false; x.Amount = 25 * usdg }), Payment, Hold},
+		{"unfunded approval", limits, f(func(x *Facts) { x.Funded = false; x.Amount = 25 * usdg }), Approval, InsufficientBalance},
 		// Status.
 		{"paused", limits, f(func(x *Facts) { x.Active = false }), Payment, NotActive},
 		// Assets.
@@ -130,9 +131,10 @@ func TestJudgeTable(t *testing.T) {
 		{"order: recipient before hours", strict, Facts{Active: true, Asset: "USDG", Amount: 200 * usdg, To: Recipient{Address: [20]byte{9}}, Now: noon, Spent: 100 * usdg}, Payment, RecipientNotAllowed},
 		{"order: hours before per-tx", strict, Facts{Active: true, Asset: "USDG", Amount: 200 * usdg, To: bob, Now: noon, Spent: 100 * usdg}, Payment, OutsideActiveHours},
 		{"order: per-tx before daily", strict, Facts{Active: true, Asset: "USDG", Amount: 200 * usdg, To: bob, Now: at(9, 30, 0), Spent: 100 * usdg}, Payment, PerTransactionLimit},
-		{"order: daily before balance", strict, Facts{Active: true, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: at(9, 30, 0), Spent: 100 * usdg}, Payment, DailyLimit},
-		{"order: balance before threshold", strict, Facts{Active: true, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: at(9, 30, 0)}, Payment, InsufficientBalance},
-		{"order: threshold last", strict, Facts{Active: true, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: at(9, 30, 0), Funded: true}, Payment, Hold},
+		{"order: daily before threshold", strict, Facts{Active: true, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: at(9, 30, 0), Spent: 100 * usdg}, Payment, DailyLimit},
+		{"order: threshold before balance", strict, Facts{Active: true, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: at(9, 30, 0)}, Payment, Hold},
+		{"order: balance last", strict, Facts{Active: true, Asset: "USDG", Amount: 5 * usdg, To: bob, Now: at(9, 30, 0)}, Payment, InsufficientBalance},
+		{"order: funded at threshold submits", strict, Facts{Active: true, Asset: "USDG", Amount: 5 * usdg, To: bob, Now: at(9, 30, 0), Funded: true}, Payment, Submit},
 		// Approval re-check: status, hours and threshold are not checked;
 		// asset, recipient, limits and balance are.
 		{"approval ignores status", strict, Facts{Active: false, Asset: "USDG", Amount: 20 * usdg, To: bob, Now: noon, Funded: true}, Approval, Submit},
