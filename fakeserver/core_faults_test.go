@@ -3,7 +3,12 @@ package fakeserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +157,130 @@ func TestFaultFailAtConfirmation(t *testing.T) {
 	}
 	if a, b := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"), cSettled(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "6" || b != "4" {
 		t.Fatalf("alice %s bob %s", a, b)
+	}
+}
+
+// TestFaultRetryAfterDefault: an injected 429 or 503 without retry_after
+// carries Retry-After: 1; other statuses carry none.
+func TestFaultRetryAfterDefault(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{{429, "1"}, {503, "1"}, {500, ""}, {502, ""}} {
+		if _, err := srv.AddFault(fakeserver.Fault{Action: fakeserver.FaultError, Status: tc.status, Times: 1}); err != nil {
+			t.Fatal(err)
+		}
+		a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), "")
+		if a.status != tc.status || a.header.Get("Retry-After") != tc.want {
+			t.Errorf("injected %d: %d Retry-After %q, want %q", tc.status, a.status, a.header.Get("Retry-After"), tc.want)
+		}
+	}
+	// Over the admin interface too.
+	a := cRaw(t, srv, "POST", "/_fake/faults", "", `{"action":"error","status":503,"times":1}`)
+	if a.status != 201 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	if a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 503 || a.header.Get("Retry-After") != "1" {
+		t.Errorf("injected 503 over /_fake: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
+	}
+}
+
+// TestFaultResetAfterCommit: the request commits, part of the answer goes
+// out, then the connection closes. A plain HTTP client sees an error on
+// every request (net/http does not resend a request once it has received
+// bytes), and the SDK reports a transport error after its retries, with
+// exactly one transfer made.
+func TestFaultResetAfterCommit(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := cAccount(t, srv, "@alice")
+	cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+
+	// Raw TCP: the status line and headers of the committed answer, then
+	// the end of the connection.
+	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: fakeserver.FaultResetAfterCommit}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"to":"@bob","amount":"1"}`
+	fmt.Fprintf(conn, "POST /v1/transfers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nIdempotency-Key: raw-1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", alice.test(), len(body), body)
+	got, err := io.ReadAll(conn)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 201 Created\r\n") || !strings.Contains(string(got), "X-Request-Id: req_") || strings.Contains(string(got), "\r\n\r\n") {
+		t.Fatalf("raw answer = %q, want the status line and headers of a 201, unfinished", got)
+	}
+	if ts, _ := srv.Transfers("@alice", confpay.NetworkTest); len(ts) != 1 {
+		t.Fatalf("%d transfers after the raw request, want 1 (it committed)", len(ts))
+	}
+
+	// net/http on a reused connection: the fault applies three times,
+	// three requests reach the wire, three errors come back.
+	srv.ClearFaults()
+	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 3, Action: fakeserver.FaultResetAfterCommit}); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{}
+	for i := range 3 {
+		cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), "") // a connection to reuse
+		req, _ := http.NewRequest("POST", srv.URL()+"/v1/transfers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+alice.test())
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("net-http-%d", i))
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("request %d: answer %d, want an error", i, resp.StatusCode)
+		}
+	}
+	if f := srv.Faults(); f[0].Used != 3 {
+		t.Errorf("the fault applied %d times, want 3 (no silent resend)", f[0].Used)
+	}
+	if ts, _ := srv.Transfers("@alice", confpay.NetworkTest); len(ts) != 4 {
+		t.Fatalf("%d transfers, want 4", len(ts))
+	}
+
+	// The SDK: every attempt is reset (the retries replay the stored
+	// answer, reset again); a transport error after its retries, one
+	// transfer, and the key it reports finds it.
+	srv.ClearFaults()
+	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Action: fakeserver.FaultResetAfterCommit}); err != nil {
+		t.Fatal(err)
+	}
+	c := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(2))
+	_, err = c.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("2")}, confpay.WithIdempotencyKey("sdk-1"))
+	var te *confpay.TransportError
+	if !errors.As(err, &te) || te.Attempts != 3 {
+		t.Fatalf("SDK error = %v (%#v), want a transport error after 3 attempts", err, te)
+	}
+	if f := srv.Faults(); f[0].Used != 3 {
+		t.Errorf("the fault applied %d times, want 3", f[0].Used)
+	}
+	if ts, _ := srv.Transfers("@alice", confpay.NetworkTest); len(ts) != 5 {
+		t.Fatalf("%d transfers, want 5 (exactly one for the SDK call)", len(ts))
+	}
+	srv.ClearFaults()
+	var resp confpay.Response
+	tr, err := c.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("2")}, confpay.WithIdempotencyKey("sdk-1"), confpay.WithResponse(&resp))
+	if err != nil || !resp.IdempotentReplayed || tr.TransferID == "" {
+		t.Fatalf("retry with the same key: %v replayed=%v", err, resp.IdempotentReplayed)
+	}
+	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "94" {
+		t.Errorf("available = %s, want 94 (100 - 1 - 3 - 2)", got)
+	}
+
+	// The admin interface takes the action too.
+	if a := cRaw(t, srv, "POST", "/_fake/faults", "", `{"action":"reset_after_commit","method":"POST","path":"/v1/transfers","times":1}`); a.status != 201 {
+		t.Fatalf("POST /_fake/faults reset_after_commit: %d %s", a.status, a.body)
+	}
+	if fs := srv.Faults(); len(fs) != 1 || fs[0].Action != fakeserver.FaultResetAfterCommit {
+		t.Fatalf("faults = %+v", fs)
 	}
 }

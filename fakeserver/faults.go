@@ -17,8 +17,18 @@ const (
 	FaultError = "error"
 	// FaultDropAfterCommit executes the request in full (its idempotency
 	// record included) and then closes the connection without answering,
-	// as a crash between commit and response would.
+	// as a crash between commit and response would. Go's net/http
+	// transport (and others) may then resend the request by itself, without
+	// telling its caller, when the request carries an Idempotency-Key and
+	// went out on a reused connection: what a real drop looks like, so the
+	// number of requests on the wire may exceed Times.
 	FaultDropAfterCommit = "drop_after_commit"
+	// FaultResetAfterCommit executes the request in full (its idempotency
+	// record included), writes part of the answer (the status line and the
+	// headers, without the blank line that ends them) and then closes the
+	// connection. A client has received bytes, so no transport resends the
+	// request silently: every client sees the failure.
+	FaultResetAfterCommit = "reset_after_commit"
 	// FaultDelay holds the request for Delay of server time once it is
 	// under way (its idempotency key, if any, is then in use): real
 	// latency with a real clock; with a virtual clock the request waits
@@ -45,14 +55,15 @@ type Fault struct {
 	// Times is how many requests the fault applies to; 0 means every
 	// matching request until the faults are cleared.
 	Times int `json:"times,omitempty"`
-	// Action is FaultError, FaultDropAfterCommit, FaultDelay or
-	// FaultFailAtConfirmation.
+	// Action is FaultError, FaultDropAfterCommit, FaultResetAfterCommit,
+	// FaultDelay or FaultFailAtConfirmation.
 	Action string `json:"action"`
 	// Status and Code are the error answer of FaultError (default 503 and
 	// a code that fits the status).
 	Status int    `json:"status,omitempty"`
 	Code   string `json:"code,omitempty"`
-	// RetryAfter, when not nil, is sent as Retry-After (whole seconds).
+	// RetryAfter, when not nil, is sent as Retry-After (whole seconds). A
+	// 429 or 503 without it carries Retry-After: 1.
 	RetryAfter *int `json:"retry_after,omitempty"`
 	// Delay is how long FaultDelay holds a request.
 	Delay time.Duration `json:"-"`
@@ -120,9 +131,9 @@ func (x *Fault) validate() *apiError {
 		if x.Delay <= 0 {
 			return errInvalid("delay", "delay must be a positive Go duration such as \"2s\"")
 		}
-	case FaultDropAfterCommit, FaultFailAtConfirmation:
+	case FaultDropAfterCommit, FaultResetAfterCommit, FaultFailAtConfirmation:
 	default:
-		return errInvalid("action", "action must be error, drop_after_commit, delay or fail_at_confirmation")
+		return errInvalid("action", "action must be error, drop_after_commit, reset_after_commit, delay or fail_at_confirmation")
 	}
 	if x.Times < 0 {
 		return errInvalid("times", "times must be at least 0 (0: until cleared)")
@@ -198,8 +209,11 @@ func (s *Server) applyFault(c *call, f *fault, rt *route) bool {
 	switch f.Action {
 	case FaultError:
 		e := newError(f.Status, f.Code, "injected fault")
-		if f.RetryAfter != nil {
+		switch {
+		case f.RetryAfter != nil:
 			e.retryAfter = strconv.Itoa(*f.RetryAfter)
+		case f.Status == http.StatusTooManyRequests, f.Status == http.StatusServiceUnavailable:
+			e.retryAfter = "1"
 		}
 		s.writeError(c, e)
 		return true
@@ -207,6 +221,8 @@ func (s *Server) applyFault(c *call, f *fault, rt *route) bool {
 		c.delay = f.Delay
 	case FaultDropAfterCommit:
 		c.drop = true
+	case FaultResetAfterCommit:
+		c.reset = true
 	case FaultFailAtConfirmation:
 		c.failAtConfirm = true
 	}

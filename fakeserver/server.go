@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -336,6 +337,7 @@ type call struct {
 	// Set by a scripted fault: drop the connection once the call is
 	// answered; make the transfer it creates fail at confirmation.
 	drop          bool
+	reset         bool // write part of the answer, then close
 	failAtConfirm bool
 	delay         time.Duration // hold the call this long (server time) first
 }
@@ -436,12 +438,19 @@ func (s *Server) serve(c *call, rt *route) {
 			}
 		}
 	}
-	if c.drop {
+	switch {
+	case c.drop:
 		// Run the call in full into a buffer, then drop the connection
 		// without a byte of the answer.
 		real := c.w
 		c.w = &discardWriter{header: http.Header{}}
 		defer dropConnection(real)
+	case c.reset:
+		// Run the call in full, then send part of its answer and close.
+		real := c.w
+		cw := &discardWriter{header: real.Header().Clone()}
+		c.w = cw
+		defer resetConnection(real, cw)
 	}
 	if rt.auth && r.Method != http.MethodGet {
 		s.serveIdempotent(c, rt)
@@ -450,12 +459,38 @@ func (s *Server) serve(c *call, rt *route) {
 	s.finish(c, rt.h)
 }
 
-// discardWriter swallows an answer that will never be sent.
-type discardWriter struct{ header http.Header }
+// discardWriter swallows an answer that will never be sent in full,
+// keeping its status.
+type discardWriter struct {
+	header http.Header
+	status int
+}
 
 func (d *discardWriter) Header() http.Header         { return d.header }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+// resetConnection sends the status line and headers of the answer cw
+// swallowed, without the blank line that ends them, and closes the
+// connection (HTTP/1); elsewhere it aborts the handler, which resets the
+// stream. The client has received bytes, so no transport resends the
+// request by itself.
+func resetConnection(w http.ResponseWriter, cw *discardWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, buf, err := hj.Hijack(); err == nil {
+			status := cw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			_, _ = fmt.Fprintf(buf, "HTTP/1.1 %03d %s\r\n", status, http.StatusText(status))
+			_ = cw.header.Write(buf)
+			_ = buf.Flush()
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
 
 // dropConnection closes the client's connection without an answer: by
 // hijacking it (HTTP/1), or else by aborting the handler, which net/http
