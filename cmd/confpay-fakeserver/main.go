@@ -6,6 +6,7 @@
 //
 //	confpay-fakeserver [-addr 127.0.0.1:12111] [-block-time 1s]
 //	    [-approval-window 24h] [-virtual-clock] [-seed accounts.json]
+//	    [-admin-token TOKEN]
 //
 // On start it prints one line of JSON to standard output: the base URL and
 // the seeded accounts with their API keys (and decryption keys, when the
@@ -24,8 +25,12 @@
 //
 // The server follows the wall clock unless -virtual-clock is given; either
 // way POST /_fake/clock moves it. It listens on loopback by default: the
-// /_fake admin interface takes no key, so keep -addr on loopback
-// (127.0.0.1:0 picks a free port; :0 would listen on every interface). SIGINT or SIGTERM stops it cleanly.
+// /_fake admin interface takes no key unless -admin-token (or the
+// environment variable CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of
+// shell history) sets one, so keep -addr on loopback (127.0.0.1:0 picks a
+// free port; :0 would listen on every interface). With a token, every
+// /_fake request needs "Authorization: Bearer TOKEN". SIGINT or SIGTERM
+// stops it cleanly.
 // See docs/fakeserver.md for the whole admin interface.
 package main
 
@@ -41,6 +46,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -111,6 +117,11 @@ func (seed *seedFile) apply(srv *fakeserver.Server) ([]*fakeserver.AccountInfo, 
 	return infos, nil
 }
 
+// adminTokenEnv names the environment variable that sets the admin token
+// when -admin-token is not given (an environment variable stays out of
+// shell history and process listings).
+const adminTokenEnv = "CONFPAY_FAKESERVER_ADMIN_TOKEN"
+
 // started is the line printed on start.
 type started struct {
 	URL      string                    `json:"url"`
@@ -122,11 +133,12 @@ type started struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("confpay-fakeserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on; keep it on loopback, the admin interface takes no key (127.0.0.1:0 picks a free port)")
+	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on; keep it on loopback, the admin interface takes no key without -admin-token (127.0.0.1:0 picks a free port)")
 	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending before it confirms")
 	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits for a decision")
 	virtual := fs.Bool("virtual-clock", false, "start a virtual clock at 2026-01-05T09:00:00Z that moves only through POST /_fake/clock")
 	seedPath := fs.String("seed", "", "JSON file of accounts and balances to create at start")
+	adminToken := fs.String("admin-token", "", "require this bearer token on every /_fake admin request (default: $"+adminTokenEnv+"; none: the admin interface takes no credentials)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -148,6 +160,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	opts := []fakeserver.Option{fakeserver.WithBlockTime(*blockTime), fakeserver.WithApprovalWindow(*approval)}
+	if *adminToken == "" {
+		*adminToken = os.Getenv(adminTokenEnv)
+	}
+	if *adminToken != "" {
+		if strings.ContainsAny(*adminToken, " \t,") {
+			return errors.New("-admin-token must be one token: no space, tab or comma")
+		}
+		opts = append(opts, fakeserver.WithAdminToken(*adminToken))
+	}
 	if !*virtual {
 		opts = append(opts, fakeserver.WithRealClock())
 	}

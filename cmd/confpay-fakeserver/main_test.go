@@ -101,6 +101,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{"-seed", write("net.json", `{"accounts":[{"handle":"@alice","balances":{"main":{"USDG":"1"}}}]}`)},     // bad network
 		{"-addr", "256.0.0.1:1"},
 		{"-seed", write("empty.json", "")},
+		{"-admin-token", "two words"},
 	}
 	for _, args := range cases {
 		var stdout, stderr bytes.Buffer
@@ -113,6 +114,70 @@ func TestRunRejectsBadInput(t *testing.T) {
 		if stdout.Len() != 0 {
 			t.Errorf("run(%q) printed %q", args, stdout.String())
 		}
+	}
+}
+
+// startRun starts run with args and returns the base URL it printed; the
+// server stops when the test ends.
+func startRun(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, args, pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(pr).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	var out struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(line, &out); err != nil {
+		t.Fatalf("start line %q: %v", line, err)
+	}
+	return out.URL
+}
+
+// TestRunAdminToken: -admin-token (or its environment variable) closes
+// /_fake to requests without the token.
+func TestRunAdminToken(t *testing.T) {
+	status := func(base, auth string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/_fake/accounts", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	flagged := startRun(t, "-addr", "127.0.0.1:0", "-admin-token", "flag-token-1")
+	if got := status(flagged, ""); got != 401 {
+		t.Errorf("-admin-token, no credentials: %d, want 401", got)
+	}
+	if got := status(flagged, "Bearer flag-token-1"); got != 200 {
+		t.Errorf("-admin-token, right token: %d, want 200", got)
+	}
+	t.Setenv(adminTokenEnv, "env-token-2")
+	fromEnv := startRun(t, "-addr", "127.0.0.1:0")
+	if got := status(fromEnv, "Bearer flag-token-1"); got != 401 {
+		t.Errorf("$%s, wrong token: %d, want 401", adminTokenEnv, got)
+	}
+	if got := status(fromEnv, "bearer env-token-2"); got != 200 {
+		t.Errorf("$%s, right token: %d, want 200", adminTokenEnv, got)
 	}
 }
 
