@@ -646,13 +646,28 @@ func decodeStrict(body []byte, v any) *apiError {
 	return nil
 }
 
+// documentedPath turns encoding/json's path to a field into the documented
+// name: array indexes are dropped ("events.0" is "events"), since Go
+// releases differ on whether they include them.
+func documentedPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
 // jsonError turns a decoding error into 400 invalid_request with param.
 func jsonError(err error) *apiError {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		field := typeErr.Field
+		field := documentedPath(typeErr.Field)
 		if field == "" {
 			field = "body"
 		}
