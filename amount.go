@@ -11,6 +11,7 @@ import (
 // Asset codes the service knows.
 const (
 	AssetUSDG = "USDG" // the main asset, 6 decimals
+	AssetUSDC = "USDC" // USD Coin, 6 decimals
 	AssetETH  = "ETH"  // ether, 18 decimals
 )
 
@@ -18,7 +19,7 @@ const (
 // is known. Amounts in an asset may not carry more decimals than this.
 func AssetDecimals(asset string) (int, bool) {
 	switch asset {
-	case AssetUSDG:
+	case AssetUSDG, AssetUSDC:
 		return 6, true
 	case AssetETH:
 		return 18, true

@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"sort"
 	"time"
@@ -31,6 +32,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
+		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},
 	}
 }
 
@@ -535,9 +537,46 @@ func (s *Server) Snapshot() Snapshot {
 			ns.Supply[asset] = sup.String()
 		}
 		for id, t := range n.transfers.byID {
-			ns.Transfers[id] = recordLocked(n, t)
+			ns.Transfers[id] = s.recordLocked(n, t)
 		}
 		snap.Networks[name] = ns
 	}
 	return snap
+}
+
+// GET /_fake/assets
+func (s *Server) adminListAssets(c *call) (int, any, error) {
+	return http.StatusOK, map[string]any{"assets": s.Assets()}, nil
+}
+
+// assetRequest is the body of POST /_fake/assets: every field is required.
+type assetRequest struct {
+	Code     string       `json:"code"`
+	Decimals *int         `json:"decimals"`
+	USDGRate *json.Number `json:"usdg_rate"`
+}
+
+// POST /_fake/assets
+func (s *Server) adminSetAsset(c *call) (int, any, error) {
+	var req assetRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	switch {
+	case req.Code == "":
+		return 0, nil, errInvalid("code", "code is required")
+	case req.Decimals == nil:
+		return 0, nil, errInvalid("decimals", "decimals is required")
+	case req.USDGRate == nil:
+		return 0, nil, errInvalid("usdg_rate", "usdg_rate is required: a JSON number of USDG per whole unit")
+	}
+	rate, err := confpay.ParseLimit(req.USDGRate.String())
+	if err != nil {
+		return 0, nil, errInvalid("usdg_rate", "usdg_rate must be a JSON number of at least 0 with at most 6 decimals")
+	}
+	a := Asset{Code: req.Code, Decimals: *req.Decimals, USDGRate: rate}
+	if apiErr := s.assets.set(a); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	return http.StatusOK, a, nil
 }

@@ -167,7 +167,7 @@ func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Out
 	if agent.policy == nil {
 		return 0, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "the agent has no spend policy")
 	}
-	amount, err := rules.Equivalent(p.asset, p.units, s.ethRateMicro())
+	amount, err := s.assets.equivalent(p.asset, p.units)
 	if err != nil {
 		return 0, 0, errInvalid("asset", "asset must be USDG or ETH")
 	}
@@ -372,6 +372,9 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 		return 0, nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
 	}
 	pr, err := rules.Parse(body.SpendPolicy)
+	if err == nil {
+		err = s.assets.policyAssetsKnown(pr)
+	}
 	if err != nil {
 		return 0, nil, policyError(err, "spend_policy.", "spend_policy")
 	}

@@ -172,7 +172,7 @@ func (s *Server) handleBalances(c *call) (int, any, error) {
 	}
 	for _, sn := range snaps {
 		if fig, ok := figures[sn.asset]; ok {
-			dec, _ := confpay.AssetDecimals(sn.asset)
+			dec, _ := s.assets.decimals(sn.asset)
 			amt := confpay.AmountFromUnits(fig, dec)
 			out.Balances = append(out.Balances, &confpay.Balance{Asset: sn.asset, Amount: &amt})
 			continue

@@ -57,11 +57,17 @@ func newRealClock() *Clock {
 	return c
 }
 
-// Now returns the current time on this clock, in UTC.
+// resolution is the precision of every instant the server records and
+// answers: whole milliseconds, so that a client in any language can feed a
+// timestamp back as a bound and mean exactly that instant.
+const resolution = time.Millisecond
+
+// Now returns the current time on this clock, in UTC, truncated to
+// resolution.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nowLocked()
+	return c.nowLocked().Truncate(resolution)
 }
 
 func (c *Clock) nowLocked() time.Time {
@@ -83,9 +89,11 @@ type Timer struct {
 	f     func(now time.Time)
 }
 
-// At schedules f to run at when (or as soon as timers next run, if when has
-// passed). f receives the clock's time at which it runs.
+// At schedules f to run at when, truncated to resolution (or as soon as
+// timers next run, if when has passed). f receives the clock's time at
+// which it runs, truncated to resolution.
 func (c *Clock) At(when time.Time, f func(now time.Time)) *Timer {
+	when = when.Truncate(resolution)
 	c.mu.Lock()
 	c.seq++
 	t := &Timer{c: c, when: when, seq: c.seq, f: f}
@@ -177,7 +185,7 @@ func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 		if t.when.After(c.nowLocked()) {
 			c.setLocked(t.when)
 		}
-		now := c.nowLocked()
+		now := c.nowLocked().Truncate(resolution)
 		c.mu.Unlock()
 		t.f(now)
 	}
@@ -234,7 +242,7 @@ func (c *Clock) fire() {
 			return
 		}
 		t := heap.Pop(&c.queue).(*Timer)
-		now := c.nowLocked()
+		now := c.nowLocked().Truncate(resolution)
 		c.mu.Unlock()
 		t.f(now)
 	}

@@ -24,7 +24,7 @@ func FuzzParseCreateTransfer(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p, apiErr := parseCreateTransfer(body)
+		p, apiErr := parseCreateTransfer(body, newAssetBook(confpay.MustParseLimit("3000"), nil))
 		if apiErr != nil {
 			if apiErr.status != 400 || apiErr.body.Param == "" {
 				t.Fatalf("refusal %d without param: %v", apiErr.status, apiErr)

@@ -142,6 +142,20 @@ func TestListPaginationOrderingAndFilters(t *testing.T) {
 		t.Fatalf("wide bounds: %d items", len(got))
 	}
 
+	// A date alone is midnight UTC of that day.
+	day := t0.UTC().Format(time.DateOnly)
+	got, _ = listIDs(t, srv, alice.test(), url.Values{"from": {day}, "limit": {"100"}})
+	if fmt.Sprint(got) != fmt.Sprint(want[:100]) {
+		t.Fatalf("from=%s: %d items, want the first 100", day, len(got))
+	}
+	if got, _ = listIDs(t, srv, alice.test(), url.Values{"to": {day}}); len(got) != 0 {
+		t.Fatalf("to=%s: %d items, want none", day, len(got))
+	}
+	next := t0.UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	if got, _ = listIDs(t, srv, alice.test(), url.Values{"from": {next}}); len(got) != 0 {
+		t.Fatalf("from=%s: %d items, want none", next, len(got))
+	}
+
 	// The SDK's All iterator walks everything exactly once.
 	n := 0
 	for tr, err := range ac.Transfers.All(context.Background(), nil) {
@@ -177,5 +191,41 @@ func TestListOrderWithClockSetBack(t *testing.T) {
 	got, _ := listIDs(t, srv, alice.test(), nil)
 	if fmt.Sprint(got) != fmt.Sprint([]string{late.TransferID, middle.TransferID, early.TransferID}) {
 		t.Fatalf("order %v", got)
+	}
+}
+
+// TestTimestampsFeedBackAsBounds: on the real clock, every instant the
+// server answers is whole milliseconds, so a created_at fed back as an
+// exclusive bound means exactly that instant.
+func TestTimestampsFeedBackAsBounds(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t, fakeserver.WithRealClock())
+	alice := cAccount(t, srv, "@alice")
+	cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
+	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`)
+	if a.status != 201 {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	var raw struct {
+		TransferID string `json:"transfer_id"`
+		CreatedAt  string `json:"created_at"`
+	}
+	a.decode(t, &raw)
+	at, err := time.Parse(time.RFC3339Nano, raw.CreatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Fatalf("created_at %s has more than millisecond precision", raw.CreatedAt)
+	}
+	for _, q := range []url.Values{{"from": {raw.CreatedAt}}, {"to": {raw.CreatedAt}}} {
+		if got, _ := listIDs(t, srv, alice.test(), q); len(got) != 0 {
+			t.Errorf("list %s: %v, want nothing (the bounds are exclusive)", q.Encode(), got)
+		}
+	}
+	before := at.Add(-time.Millisecond).Format(time.RFC3339Nano)
+	if got, _ := listIDs(t, srv, alice.test(), url.Values{"from": {before}}); len(got) != 1 || got[0] != raw.TransferID {
+		t.Errorf("list from %s: %v, want the transfer", before, got)
 	}
 }

@@ -38,6 +38,9 @@ type hookBook struct {
 	subs   map[string]*subscription   // live subscriptions by id
 	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
 	events map[string]*event          // by event id
+	// deleted maps the id of a deleted subscription to its account, so
+	// that the same account deleting it again answers 204.
+	deleted map[string]*account
 }
 
 func (b *hookBook) init() {
@@ -45,6 +48,7 @@ func (b *hookBook) init() {
 	b.subs = map[string]*subscription{}
 	b.byAcct = map[string][]*subscription{}
 	b.events = map[string]*event{}
+	b.deleted = map[string]*account{}
 }
 
 // event is one emitted event. Its payload is rendered from immutable facts

@@ -206,7 +206,7 @@ func (s *Server) booksLocked(n *network, a *account) []BookEntry {
 	out := []BookEntry{}
 	if bk := n.ledger.books[a]; bk != nil {
 		for _, b := range bk.entries {
-			dec, _ := confpay.AssetDecimals(b.asset)
+			dec, _ := s.assets.decimals(b.asset)
 			out = append(out, BookEntry{
 				Asset:     b.asset,
 				Balance:   confpay.AmountFromUnits(&b.units, dec),
@@ -224,7 +224,7 @@ func (s *Server) booksLocked(n *network, a *account) []BookEntry {
 // network, as the dashboard's test funding does. amount is a decimal string
 // such as "100" or "0.25", at most the asset's decimals.
 func (s *Server) Fund(accountRef string, n confpay.Network, asset, amount string) error {
-	units, apiErr := parseUnits("amount", asset, amount)
+	units, apiErr := s.assets.parseUnits("amount", asset, amount)
 	if apiErr != nil {
 		return apiErr
 	}
@@ -263,21 +263,12 @@ func (s *Server) accountOnLocked(accountRef string, n confpay.Network) (*account
 	return a, nw, nil
 }
 
-// parseAsset checks an asset code: USDG or ETH.
-func parseAsset(param, asset string) (int, *apiError) {
-	dec, ok := confpay.AssetDecimals(asset)
-	if !ok {
-		return 0, errInvalid(param, "unknown asset: use USDG or ETH")
-	}
-	return dec, nil
-}
-
-// parseUnits parses a positive decimal amount of asset into base units:
-// digits with an optional fraction, no sign, exponent or spaces, greater
-// than zero, at most the asset's decimals, below 2^256 base units. Errors
-// name param and never echo the figure.
-func parseUnits(param, asset, text string) (*big.Int, *apiError) {
-	dec, apiErr := parseAsset("asset", asset)
+// parseUnits parses a positive decimal amount of a known asset into base
+// units: digits with an optional fraction, no sign, exponent or spaces,
+// greater than zero, at most the asset's decimals, below 2^256 base units.
+// Errors name param and never echo the figure.
+func (b *assetBook) parseUnits(param, asset, text string) (*big.Int, *apiError) {
+	dec, apiErr := b.known("asset", asset)
 	if apiErr != nil {
 		return nil, apiErr
 	}

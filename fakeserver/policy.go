@@ -2,7 +2,6 @@ package fakeserver
 
 import (
 	"errors"
-	"math/big"
 	"net/http"
 	"time"
 
@@ -75,8 +74,6 @@ func policyError(err error, prefix, whole string) *apiError {
 	return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, msg).withParam(param)
 }
 
-// ethRateMicro is the reference rate in micro-USDG per ETH.
-func (s *Server) ethRateMicro() *big.Int { return s.opts.ethRate.MicroUSDG() }
 
 // ownedAgentLocked finds the agent named by the path's account_id for a
 // policy call: 404 not_found when there is no such agent, 403
@@ -118,6 +115,9 @@ func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	next, changed, err := a.policy.rules.Patch(c.body)
+	if err == nil {
+		err = s.assets.policyAssetsKnown(next)
+	}
 	if err != nil {
 		var fe *rules.FieldError
 		if errors.As(err, &fe) && fe.Field == "" {

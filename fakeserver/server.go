@@ -60,6 +60,7 @@ type Server struct {
 
 	maxHeld int // payments waiting for a decision per agent and network
 
+	assets     *assetBook // assets.go; kept by Reset
 	faults     faultScript
 	idempotent idempotencyStore
 
@@ -97,6 +98,7 @@ type options struct {
 	deliveryTLS      *tls.Config
 	logger           *slog.Logger
 	ethRate          confpay.Limit
+	assets           []Asset
 	// adminTokenHash is the SHA-256 of the admin token; nil: none.
 	adminTokenHash *[32]byte
 	// lookup, set only by internal tests (withLookup), replaces name
@@ -185,7 +187,7 @@ func NewServer(opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{})}
+	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets)}
 	if o.realClock {
 		s.clock = newRealClock()
 	} else {

@@ -469,7 +469,7 @@ type createTransferRequest struct {
 const maxMemo = 1024
 
 // parseCreateTransfer checks a create body as far as it can without state.
-func parseCreateTransfer(body []byte) (*payment, *apiError) {
+func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 	var req createTransferRequest
 	if apiErr := decodeStrict(body, &req); apiErr != nil {
 		return nil, apiErr
@@ -484,10 +484,7 @@ func parseCreateTransfer(body []byte) (*payment, *apiError) {
 	if req.Asset != nil {
 		p.asset = *req.Asset
 	}
-	if _, apiErr := parseAsset("asset", p.asset); apiErr != nil {
-		return nil, apiErr
-	}
-	units, apiErr := parseUnits("amount", p.asset, *req.Amount)
+	units, apiErr := assets.parseUnits("amount", p.asset, *req.Amount)
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -515,7 +512,7 @@ func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
 	if !kycOK {
 		return 0, nil, errKYC()
 	}
-	p, apiErr := parseCreateTransfer(c.body)
+	p, apiErr := parseCreateTransfer(c.body, s.assets)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
@@ -643,7 +640,11 @@ func parseListQuery(q url.Values) (listQuery, *apiError) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, v[0])
 		if err != nil {
-			return lq, errInvalid(name, name+" must be an RFC 3339 timestamp such as 2026-07-02T14:23:09Z")
+			// A date alone means midnight UTC of that day.
+			t, err = time.Parse(time.DateOnly, v[0])
+		}
+		if err != nil {
+			return lq, errInvalid(name, name+" must be an RFC 3339 timestamp such as 2026-07-02T14:23:09Z or a date such as 2026-07-02")
 		}
 		if name == "from" {
 			lq.from = t
@@ -767,8 +768,8 @@ func (r TransferRecord) GoString() string { return r.String() }
 // Format prints String for every verb.
 func (r TransferRecord) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, r.String()) }
 
-func recordLocked(n *network, t *transfer) TransferRecord {
-	dec, _ := confpay.AssetDecimals(t.asset)
+func (s *Server) recordLocked(n *network, t *transfer) TransferRecord {
+	dec, _ := s.assets.decimals(t.asset)
 	r := TransferRecord{
 		TransferID: t.id, Network: n.name, Status: t.status,
 		From: t.from.handle, FromAccountID: t.from.id,
@@ -791,7 +792,7 @@ func (s *Server) Transfer(id string) (TransferRecord, error) {
 	if t == nil {
 		return TransferRecord{}, errNotFound("no transfer " + id)
 	}
-	return recordLocked(n, t), nil
+	return s.recordLocked(n, t), nil
 }
 
 // Transfers returns every transfer an account sent or received on a
@@ -806,7 +807,7 @@ func (s *Server) Transfers(accountRef string, n confpay.Network) ([]TransferReco
 	list := nw.transfers.byAcct[a]
 	out := make([]TransferRecord, 0, len(list))
 	for i := len(list) - 1; i >= 0; i-- {
-		out = append(out, recordLocked(nw, list[i]))
+		out = append(out, s.recordLocked(nw, list[i]))
 	}
 	return out, nil
 }

@@ -223,12 +223,16 @@ func (s *Server) handleListWebhooks(c *call) (int, any, error) {
 func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	b := &c.net.hooks
+	if owner, ok := b.deleted[c.r.PathValue("webhook_id")]; ok && owner == c.acct {
+		return http.StatusNoContent, nil, nil // deleted before, by this account
+	}
 	sub, apiErr := s.subscriptionLocked(c)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	b := &c.net.hooks
 	delete(b.subs, sub.id)
+	b.deleted[sub.id] = sub.acct
 	list := b.byAcct[sub.acct.id]
 	for i, x := range list {
 		if x == sub {

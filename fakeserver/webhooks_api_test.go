@@ -125,12 +125,24 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 		t.Fatalf("empty list: %d %s", status, body)
 	}
 
-	// Delete: 204 at once, then 404.
+	// Delete: 204 at once; deleting again is 204 too (a retried DELETE
+	// must not look like a failure), but only for the account that
+	// deleted it: anyone else, or the other network, hears 404.
 	status, body = whRaw(t, srv, alice.info.TestKey, "DELETE", "/v1/webhooks/"+w.WebhookID, "")
 	if status != http.StatusNoContent || len(body) != 0 {
 		t.Fatalf("delete: %d %q", status, body)
 	}
-	whWantError(t, alice.test.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+	status, body = whRaw(t, srv, alice.info.TestKey, "DELETE", "/v1/webhooks/"+w.WebhookID, "")
+	if status != http.StatusNoContent || len(body) != 0 {
+		t.Fatalf("delete again: %d %q, want 204", status, body)
+	}
+	if err := alice.test.Webhooks.Delete(ctx, w.WebhookID); err != nil {
+		t.Fatalf("delete again through the SDK: %v", err)
+	}
+	mallory := newWHAccount(t, srv, "@mallory")
+	whWantError(t, mallory.test.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+	whWantError(t, alice.live.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+	whWantError(t, alice.test.Webhooks.Delete(ctx, "wh_aaaaaaaaaaaaaaaaaaaa"), 404, confpay.CodeNotFound, "")
 	if list, _ := alice.test.Webhooks.List(ctx); len(list) != 1 || list[0].WebhookID != w2.WebhookID {
 		t.Fatalf("list after delete %+v", list)
 	}

@@ -233,20 +233,30 @@ func TestEquivalent(t *testing.T) {
 		{"USDG", wei("100000000000000000000000000000"), math.MaxInt64},
 		{"ETH", wei("100000000000000000000000000000000000000000"), math.MaxInt64},
 	}
+	at := func(asset string, units, rate *big.Int) (int64, error) {
+		if asset == "ETH" {
+			return Equivalent(units, 18, rate)
+		}
+		return Equivalent(units, 6, big.NewInt(usdg))
+	}
 	for _, tt := range tests {
-		got, err := Equivalent(tt.asset, tt.units, rate)
+		got, err := at(tt.asset, tt.units, rate)
 		if err != nil || got != tt.want {
 			t.Errorf("Equivalent(%s, %s) = %d, %v; want %d", tt.asset, tt.units, got, err, tt.want)
 		}
 	}
 	// A fractional rate is exact too: 1 ETH at 2999.999999 USDG.
-	if got, _ := Equivalent("ETH", wei("1000000000000000000"), big.NewInt(2999_999999)); got != 2999_999999 {
+	if got, _ := at("ETH", wei("1000000000000000000"), big.NewInt(2999_999999)); got != 2999_999999 {
 		t.Errorf("fractional rate: %d", got)
 	}
-	if _, err := Equivalent("BTC", big.NewInt(1), rate); err == nil {
-		t.Error("unknown asset accepted")
+	// Two decimals at 1.1 USDG: 1.01 units is 1.111 USDG, exactly.
+	if got, _ := Equivalent(big.NewInt(101), 2, big.NewInt(1_100000)); got != 1_111000 {
+		t.Errorf("two decimals: %d", got)
 	}
-	if _, err := Equivalent("USDG", big.NewInt(-1), rate); err == nil {
+	if _, err := Equivalent(big.NewInt(1), 6, nil); err == nil {
+		t.Error("an asset without a rate accepted")
+	}
+	if _, err := at("USDG", big.NewInt(-1), rate); err == nil {
 		t.Error("negative amount accepted")
 	}
 }

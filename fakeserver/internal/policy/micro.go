@@ -98,47 +98,42 @@ func addSat(a, b int64) int64 {
 // sum saturates at the largest int64, which is above any limit.
 func AddSpend(a, b int64) int64 { return addSat(a, b) }
 
-// weiPerETH is 10^18.
-var weiPerETH = new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil)
-
 var maxInt64 = big.NewInt(math.MaxInt64)
 
-// Assets a policy may name, and their decimals.
-var assetDecimals = map[string]int{"USDG": 6, "ETH": 18}
-
-// KnownAsset reports whether a policy may name asset.
-func KnownAsset(asset string) bool {
-	_, ok := assetDecimals[asset]
-	return ok
+// ValidAssetCode reports whether code is shaped like an asset code: 1 to 12
+// upper-case letters and digits, starting with a letter. Whether the
+// service knows the asset is the server's question (its asset table).
+func ValidAssetCode(code string) bool {
+	if len(code) < 1 || len(code) > 12 || code[0] < 'A' || code[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(code); i++ {
+		if c := code[i]; (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
-// Equivalent converts units (base units of asset, >= 0) to the micro-USDG a
-// policy counts. USDG counts as itself. ETH counts at ethRate, in
-// micro-USDG per ETH, with exact integer arithmetic: wei × rate / 10^18,
-// rounded UP to the next micro-USDG, so that a payment is never counted
-// below its value and a limit is never passed by rounding. A figure beyond
-// int64 saturates at math.MaxInt64, above any limit. An unknown asset is an
-// error.
-func Equivalent(asset string, units, ethRate *big.Int) (int64, error) {
+// Equivalent converts units (base units of an asset with decimals
+// decimals, >= 0) to the micro-USDG a policy counts, at microPerUnit
+// micro-USDG per whole unit of the asset, with exact integer arithmetic:
+// units × rate / 10^decimals, rounded UP to the next micro-USDG, so that a
+// payment is never counted below its value and a limit is never passed by
+// rounding. USDG itself has 6 decimals and a rate of 10^6. A figure beyond
+// int64 saturates at math.MaxInt64, above any limit.
+func Equivalent(units *big.Int, decimals int, microPerUnit *big.Int) (int64, error) {
 	if units == nil || units.Sign() < 0 {
 		return 0, errors.New("policy: amount must be at least 0")
 	}
-	var v *big.Int
-	switch asset {
-	case "USDG":
-		v = units
-	case "ETH":
-		if ethRate == nil || ethRate.Sign() < 0 {
-			return 0, errors.New("policy: no reference rate for ETH")
-		}
-		num := new(big.Int).Mul(units, ethRate)
-		q, r := new(big.Int).QuoRem(num, weiPerETH, new(big.Int))
-		if r.Sign() > 0 {
-			q.Add(q, big.NewInt(1))
-		}
-		v = q
-	default:
-		return 0, errors.New("policy: unknown asset")
+	if microPerUnit == nil || microPerUnit.Sign() < 0 || decimals < 0 {
+		return 0, errors.New("policy: no reference rate for the asset")
+	}
+	num := new(big.Int).Mul(units, microPerUnit)
+	den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)
+	v, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	if r.Sign() > 0 {
+		v.Add(v, big.NewInt(1))
 	}
 	if v.Cmp(maxInt64) > 0 {
 		return math.MaxInt64, nil

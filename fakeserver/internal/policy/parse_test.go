@@ -98,7 +98,7 @@ func TestParseInvalid(t *testing.T) {
 		{"assets empty", `{` + base + `, "assets": []}`, "assets"},
 		{"assets null", `{` + base + `, "assets": null}`, "assets"},
 		{"assets not array", `{` + base + `, "assets": "USDG"}`, "assets"},
-		{"asset unknown", `{` + base + `, "assets": ["USDG", "BTC"]}`, "assets[1]"},
+		{"asset not a code", `{` + base + `, "assets": ["USDG", "BT-C"]}`, "assets[1]"},
 		{"asset empty string", `{` + base + `, "assets": [""]}`, "assets[0]"},
 		{"asset lower case", `{` + base + `, "assets": ["usdg"]}`, "assets[0]"},
 		{"asset repeated", `{` + base + `, "assets": ["USDG", "USDG"]}`, "assets[1]"},
@@ -280,7 +280,7 @@ func TestNew(t *testing.T) {
 		func() (*Policy, error) { return New(0, 1, nil, nil, "", -1) },
 		func() (*Policy, error) { return New(1, 2, nil, nil, "", -1) },
 		func() (*Policy, error) { return New(2, 1, []string{}, nil, "", -1) },
-		func() (*Policy, error) { return New(2, 1, nil, []string{"XRP"}, "", -1) },
+		func() (*Policy, error) { return New(2, 1, nil, []string{"xrp"}, "", -1) },
 		func() (*Policy, error) { return New(2, 1, nil, nil, "1:00-2:00", -1) },
 		func() (*Policy, error) { return New(2, 1, nil, nil, "", MaxLimit+1) },
 	} {

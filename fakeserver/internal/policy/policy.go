@@ -240,8 +240,8 @@ func (p *Policy) setAssets(list []string) error {
 	assets := make([]string, 0, len(list))
 	for i, a := range list {
 		field := FieldAssets + "[" + strconv.Itoa(i) + "]"
-		if !KnownAsset(a) {
-			return fieldErr(field, "is not a known asset (USDG, ETH)")
+		if !ValidAssetCode(a) {
+			return fieldErr(field, "is not an asset code (upper-case letters and digits, such as USDG)")
 		}
 		if slices.Contains(assets, a) {
 			return fieldErr(field, "repeats an earlier entry")
