@@ -11,9 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -58,7 +61,8 @@ type Client struct {
 	baseURL    string   // without a trailing slash
 	auth       []string // {"Bearer <key>"}: shared, never modified
 	userAgent  []string // {"confpay-go/... go/..."}: shared, never modified
-	httpClient *http.Client
+	httpClient *http.Client          // the caller's or our own, with the counting transport inside
+	rc         *retryablehttp.Client // built once; its hooks find the call in the request's context
 	maxRetries int
 	logger     *slog.Logger
 	// wait is the backoff before retry n (from 0) after resp (nil for a
@@ -85,24 +89,38 @@ type WebhooksService service
 type Option func(*clientConfig)
 
 type clientConfig struct {
-	baseURL    string
-	httpClient *http.Client
-	maxRetries int
-	timeout    time.Duration
-	timeoutSet bool
-	uaSuffix   string
-	logger     *slog.Logger
+	baseURL      string
+	httpClient   *http.Client
+	maxRetries   int
+	timeout      time.Duration
+	timeoutSet   bool
+	uaSuffix     string
+	logger       *slog.Logger
+	insecureHTTP bool
 }
 
 // WithBaseURL sets the service's address, such as a fakeserver's
 // "http://127.0.0.1:8080". It must be an absolute http or https URL without
-// query, fragment or user info.
+// query, fragment or user info. Plain http is accepted only for a loopback
+// host (localhost, 127.0.0.0/8, ::1) unless WithInsecureHTTP is given too:
+// over plain http anyone on the path reads the API key.
 func WithBaseURL(u string) Option { return func(c *clientConfig) { c.baseURL = u } }
 
+// WithInsecureHTTP lets WithBaseURL name a plain http URL on a host that is
+// not loopback, such as a fakeserver in another container of a test
+// network. The API key then crosses the network in clear text: never use it
+// with a live key outside a network you control.
+func WithInsecureHTTP() Option { return func(c *clientConfig) { c.insecureHTTP = true } }
+
 // WithHTTPClient makes the client send its requests through hc, for a custom
-// transport, proxy or TLS configuration. hc's own Timeout bounds each
-// attempt unless WithTimeout is given too, which then applies to a copy of
-// hc. Retries are the client's own: hc should not retry by itself.
+// transport, proxy or TLS configuration. The client works on a copy of hc
+// (hc itself is never modified) whose transport counts attempts on the wire
+// around hc's transport, and which follows a redirect only to the base URL's
+// own origin (scheme, host and port), so that the key, the idempotency key
+// and the body never reach another one; within that, hc's CheckRedirect
+// applies. hc's connection pool is shared and never emptied by the client.
+// hc's own Timeout bounds each attempt unless WithTimeout is given too.
+// Retries are the client's own: hc should not retry by itself.
 func WithHTTPClient(hc *http.Client) Option { return func(c *clientConfig) { c.httpClient = hc } }
 
 // WithMaxRetries sets how many times a failed attempt is retried (default 2;
@@ -155,6 +173,9 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 		// by String and BaseURL.
 		return nil, errors.New("confpay: base URL must not carry user info (credentials)")
 	}
+	if u.Scheme == "http" && !cfg.insecureHTTP && !isLoopbackHost(u.Hostname()) {
+		return nil, errors.New("confpay: base URL uses plain http on a host that is not loopback, which would send the API key in clear text; use https, or WithInsecureHTTP to accept it")
+	}
 	if cfg.maxRetries < 0 {
 		return nil, errors.New("confpay: max retries must be at least 0")
 	}
@@ -165,20 +186,29 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 		return nil, errors.New("confpay: user agent suffix holds control characters")
 	}
 
-	hc := cfg.httpClient
-	switch {
-	case hc == nil:
-		hc = &http.Client{
+	var hc http.Client
+	if cfg.httpClient == nil {
+		hc = http.Client{
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   cfg.timeout,
 			// The API never redirects; a redirect is answered as it is.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-	case cfg.timeoutSet:
-		cp := *hc
-		cp.Timeout = cfg.timeout
-		hc = &cp
+	} else {
+		hc = *cfg.httpClient
+		if cfg.timeoutSet {
+			hc.Timeout = cfg.timeout
+		}
+		hc.CheckRedirect = sameOriginRedirects(hc.CheckRedirect)
 	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	// The counting transport hides base's CloseIdleConnections, which
+	// retryablehttp calls after a cancelled or failed call: the pool of a
+	// caller's shared client stays as it is.
+	hc.Transport = wireCounter{base}
 
 	ua := "confpay-go/" + Version + " go/" + strings.TrimPrefix(runtime.Version(), "go")
 	if cfg.uaSuffix != "" {
@@ -189,10 +219,21 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 		baseURL:    strings.TrimRight(u.String(), "/"),
 		auth:       []string{"Bearer " + apiKey},
 		userAgent:  []string{ua},
-		httpClient: hc,
+		httpClient: &hc,
 		maxRetries: cfg.maxRetries,
 		logger:     cfg.logger,
 		wait:       retryWait,
+	}
+	c.rc = &retryablehttp.Client{
+		HTTPClient:   c.httpClient,
+		RetryMax:     c.maxRetries,
+		CheckRetry:   c.checkRetry,
+		Backoff:      noBackoff,
+		PrepareRetry: waitBeforeRetry,
+		ErrorHandler: giveUp,
+	}
+	if c.logger != nil {
+		c.rc.RequestLogHook = beforeAttempt
 	}
 	c.Accounts = &AccountsService{client: c}
 	c.Transfers = &TransfersService{client: c}
@@ -222,12 +263,9 @@ func (c Client) GoString() string { return c.String() }
 // Format describes the client without its key, for every verb.
 func (c Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
 
-// Bool returns a pointer to v, for optional fields such as
-// TransferCreateParams.Confidential.
-func Bool(v bool) *bool { return &v }
-
 // Ptr returns a pointer to v, for optional fields such as
-// SpendPolicyParams.ActiveHours or SpendPolicyParams.DailyLimitUSDG.
+// TransferCreateParams.Confidential, SpendPolicyParams.ActiveHours or
+// SpendPolicyParams.DailyLimitUSDG.
 func Ptr[T any](v T) *T { return &v }
 
 // CallOption adjusts one call: its idempotency key, timeout or headers, or
@@ -260,14 +298,17 @@ func WithHeader(key, value string) CallOption {
 	return func(c *callConfig) { c.header = append(c.header, [2]string{key, value}) }
 }
 
-// WithResponse fills r with the metadata of the call's last answer, whether
-// the call succeeded or the service answered with an error.
+// WithResponse fills r with the metadata of the call once it has sent
+// anything: on success, on an answer with an error status, and on a
+// transport error (then StatusCode is 0 and Header nil). It is left alone
+// when the client refused the call before sending (a *ParamError).
 func WithResponse(r *Response) CallOption {
 	return func(c *callConfig) { c.resp = r }
 }
 
-// Response is the metadata of an answer, read with WithResponse.
+// Response is the metadata of a call, read with WithResponse.
 type Response struct {
+	// StatusCode is the last answer's HTTP status, 0 when none came.
 	StatusCode int
 	// RequestID is the answer's X-Request-Id; quote it in support requests.
 	RequestID string
@@ -275,7 +316,16 @@ type Response struct {
 	// IdempotentReplayed is true when the service replayed the stored
 	// answer of an earlier call with the same idempotency key.
 	IdempotentReplayed bool
-	// Attempts is how many attempts the call made, retries included.
+	// IdempotencyKey is the Idempotency-Key the call sent (the caller's
+	// own or the generated one), empty for GET. Repeating the call with
+	// WithIdempotencyKey(IdempotencyKey) and the same parameters is safe
+	// whatever happened: the service runs it at most once.
+	IdempotencyKey string
+	// Attempts is how many times the request went on the wire, counted at
+	// the transport: the client's own retries and the resends net/http
+	// makes by itself when a reused connection dies before any answer
+	// byte. A try that failed before reaching the server (a refused
+	// connection, a TLS failure) counts as one.
 	Attempts int
 }
 
@@ -336,7 +386,10 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 	if raw != nil {
 		rawBody = raw
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, rawBody)
+	cl := &call{c: c, method: method, path: path}
+	cl.trace.WroteRequest = cl.wrote
+	cl.Context = httptrace.WithClientTrace(ctx, &cl.trace)
+	req, err := retryablehttp.NewRequestWithContext(cl, method, target, rawBody)
 	if err != nil {
 		return fmt.Errorf("confpay: %s %s: building the request failed", method, path)
 	}
@@ -350,27 +403,19 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 		req.Header["Content-Type"] = hdrJSON
 	}
 	if mutating {
-		key := cfg.idemKey
-		if key == "" {
-			key = rand.Text()
+		cl.idemKey = cfg.idemKey
+		if cl.idemKey == "" {
+			cl.idemKey = rand.Text()
 		}
-		req.Header["Idempotency-Key"] = []string{key}
+		req.Header["Idempotency-Key"] = []string{cl.idemKey}
 	}
 
-	st := &attempts{c: c, method: method, path: path}
-	st.rc = retryablehttp.Client{
-		HTTPClient:   c.httpClient,
-		RetryMax:     c.maxRetries,
-		CheckRetry:   st.check,
-		Backoff:      st.backoff,
-		ErrorHandler: st.giveUp,
-	}
-	if c.logger != nil {
-		st.rc.RequestLogHook = st.before
-	}
-	resp, err := st.rc.Do(req)
+	resp, err := c.rc.Do(req)
 	if err != nil {
-		return &TransportError{Method: method, Path: path, Attempts: st.n, Err: cleanCause(err)}
+		if cfg.resp != nil {
+			*cfg.resp = Response{IdempotencyKey: cl.idemKey, Attempts: cl.attempts()}
+		}
+		return cl.transportError(err)
 	}
 	defer closeBody(resp.Body)
 
@@ -380,19 +425,22 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 			RequestID:          resp.Header.Get("X-Request-Id"),
 			Header:             resp.Header,
 			IdempotentReplayed: resp.Header.Get("Idempotent-Replayed") == "true",
-			Attempts:           st.n,
+			IdempotencyKey:     cl.idemKey,
+			Attempts:           cl.attempts(),
 		}
 	}
 
 	data, err := readBody(resp)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return newAPIError(resp, data) // with what could be read
+		e := newAPIError(resp, data) // with what could be read
+		e.IdempotencyKey = cl.idemKey
+		return e
 	}
 	if errors.Is(err, errBodyTooLarge) {
 		return fmt.Errorf("confpay: %s %s: %w", method, path, err)
 	}
 	if err != nil {
-		return &TransportError{Method: method, Path: path, Attempts: st.n, Err: cleanCause(err)}
+		return cl.transportError(err)
 	}
 	if out == nil || len(data) == 0 {
 		return nil
@@ -403,49 +451,166 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 	return nil
 }
 
-// attempts is the state of one call across its attempts. Its methods are
-// the retryablehttp hooks, so that they see the call's own context.
-type attempts struct {
-	rc     retryablehttp.Client
-	c      *Client
-	method string
-	path   string
-	n      int           // attempts made so far
-	wait   time.Duration // the backoff chosen by check for the next retry
-	start  time.Time     // start of the current attempt (only when logging)
+// callKey finds a call in a context.
+type callKey struct{}
+
+// call is the state of one call across its attempts. It is the context of
+// the call's request, so that the retry hooks and the counting transport,
+// shared by every call of a Client, find it there.
+type call struct {
+	context.Context
+	c       *Client
+	method  string
+	path    string
+	idemKey string // the Idempotency-Key sent, "" for GET
+	tries   int    // the client's own tries so far (retry hooks run in sequence)
+	wait    time.Duration
+	start   time.Time // start of the current try (only when logging)
+
+	written atomic.Int64 // writes of the request on a connection (httptrace)
+	sent    atomic.Int64 // attempts on the wire, counted by wireCounter
+	trace   httptrace.ClientTrace
 }
 
-func (a *attempts) before(_ retryablehttp.Logger, _ *http.Request, _ int) {
-	a.start = time.Now()
+// Value makes the call findable from any context derived from it.
+func (cl *call) Value(key any) any {
+	if key == (callKey{}) {
+		return cl
+	}
+	return cl.Context.Value(key)
 }
 
-// check is the retry policy. It runs after every attempt.
-func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	a.n++
-	if a.c.logger != nil {
-		a.log(ctx, resp, err)
+// callOf returns the call whose context ctx is or derives from, or nil.
+func callOf(ctx context.Context) *call {
+	if cl, ok := ctx.(*call); ok {
+		return cl
+	}
+	cl, _ := ctx.Value(callKey{}).(*call)
+	return cl
+}
+
+// wrote counts one write of the request on a connection: net/http reports
+// each, its own silent resends included.
+func (cl *call) wrote(httptrace.WroteRequestInfo) { cl.written.Add(1) }
+
+func (cl *call) attempts() int { return int(cl.sent.Load()) }
+
+func (cl *call) transportError(err error) *TransportError {
+	return &TransportError{Method: cl.method, Path: cl.path, IdempotencyKey: cl.idemKey, Attempts: cl.attempts(), Err: cleanCause(err)}
+}
+
+// wireCounter is the RoundTripper inside every Client's http.Client.
+// It counts each request that went on the wire: one per round trip, or as
+// many as net/http wrote when it resent the request by itself on a fresh
+// connection. It deliberately has no CloseIdleConnections: retryablehttp
+// calls that on the http.Client after every cancelled or failed call, which
+// would empty the pool of a caller's shared client.
+type wireCounter struct{ base http.RoundTripper }
+
+// RoundTrip sends req through the base transport and counts it.
+func (t wireCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	cl := callOf(req.Context())
+	if cl == nil {
+		return t.base.RoundTrip(req)
+	}
+	before := cl.written.Load()
+	resp, err := t.base.RoundTrip(req)
+	cl.sent.Add(max(1, cl.written.Load()-before))
+	return resp, err
+}
+
+// sameOriginRedirects wraps a caller's CheckRedirect: a redirect to another
+// origin (scheme, host or port) than the first request's is not followed,
+// and the redirect itself is answered, so the key, the idempotency key and
+// the body never go there. Within the origin, next decides (nil: net/http's
+// default of 10 redirects).
+func sameOriginRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(hostPort(req.URL), hostPort(first)) {
+			return http.ErrUseLastResponse
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// hostPort is u's host with its port, the scheme's default when none.
+func hostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return u.Hostname() + ":" + port
+}
+
+// isLoopbackHost reports whether host (without port or brackets) is
+// localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+func beforeAttempt(_ retryablehttp.Logger, req *http.Request, _ int) {
+	if cl := callOf(req.Context()); cl != nil {
+		cl.start = time.Now()
+	}
+}
+
+// checkRetry is the retry policy. It runs after every try.
+func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	cl := callOf(ctx)
+	cl.tries++
+	if c.logger != nil {
+		cl.log(resp, err)
 	}
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	if !retryable(resp, err) || a.n > a.c.maxRetries {
+	if !retryable(resp, err) || cl.tries > c.maxRetries {
 		return false, nil
 	}
-	wait := a.c.wait(a.n-1, resp)
+	wait := c.wait(cl.tries-1, resp)
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
 		return false, nil // the wait would outlast the call: answer now
 	}
-	a.wait = wait
+	cl.wait = wait
 	return true, nil
 }
 
-func (a *attempts) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return a.wait
+// noBackoff leaves the wait to waitBeforeRetry: retryablehttp's Backoff
+// gets no context when the try failed without an answer.
+func noBackoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return 0 }
+
+// waitBeforeRetry waits the backoff checkRetry chose, after the answer's
+// body was drained (so its connection is back in the pool), and stops at
+// once when the call's context ends.
+func waitBeforeRetry(req *http.Request) error {
+	cl := callOf(req.Context())
+	if cl.wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(cl.wait)
+	defer t.Stop()
+	select {
+	case <-req.Context().Done():
+		return req.Context().Err()
+	case <-t.C:
+		return nil
+	}
 }
 
-// giveUp runs when the last attempt failed. A received answer is passed on
-// so that it becomes a typed *APIError; otherwise the cause is.
-func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response, error) {
+// giveUp runs when the last try failed. A received answer is passed on so
+// that it becomes a typed *APIError; otherwise the cause is.
+func giveUp(resp *http.Response, err error, _ int) (*http.Response, error) {
 	if resp != nil && err == nil {
 		return resp, nil
 	}
@@ -458,12 +623,12 @@ func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response
 	return nil, err
 }
 
-func (a *attempts) log(ctx context.Context, resp *http.Response, err error) {
+func (cl *call) log(resp *http.Response, err error) {
 	attrs := []slog.Attr{
-		slog.String("method", a.method),
-		slog.String("path", a.path),
-		slog.Int("attempt", a.n),
-		slog.Duration("duration", time.Since(a.start)),
+		slog.String("method", cl.method),
+		slog.String("path", cl.path),
+		slog.Int("attempt", cl.tries),
+		slog.Duration("duration", time.Since(cl.start)),
 	}
 	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode), slog.String("request_id", resp.Header.Get("X-Request-Id")))
@@ -471,7 +636,7 @@ func (a *attempts) log(ctx context.Context, resp *http.Response, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.String("error", cleanCause(err).Error()))
 	}
-	a.c.logger.LogAttrs(ctx, slog.LevelDebug, "confpay: request", attrs...)
+	cl.c.logger.LogAttrs(cl.Context, slog.LevelDebug, "confpay: request", attrs...)
 }
 
 // retryable reports whether an attempt's outcome is worth another try:

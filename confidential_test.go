@@ -99,7 +99,7 @@ func (f *ledgerFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if p.DecryptionProof == "" {
 			for _, b := range f.bals {
-				list.Balances = append(list.Balances, &Balance{Asset: b.asset, Nonzero: Bool(b.units.Sign() > 0),
+				list.Balances = append(list.Balances, &Balance{Asset: b.asset, Nonzero: Ptr(b.units.Sign() > 0),
 					EncryptedBalance: decrypt.EncodeBase64(b.ct), BalanceVersion: b.version})
 			}
 			out = list

@@ -94,8 +94,8 @@ func endpointCases() []endpointCase {
 			},
 			method: "GET", path: "/v1/accounts/me/balances", status: 200, answer: "balances_noproof.json",
 			want: []*Balance{
-				{Asset: "USDG", Nonzero: Bool(true), EncryptedBalance: goldenCT1, BalanceVersion: 3},
-				{Asset: "ETH", Nonzero: Bool(false), EncryptedBalance: goldenCT2, BalanceVersion: 1},
+				{Asset: "USDG", Nonzero: Ptr(true), EncryptedBalance: goldenCT1, BalanceVersion: 3},
+				{Asset: "ETH", Nonzero: Ptr(false), EncryptedBalance: goldenCT2, BalanceVersion: 1},
 			},
 		},
 		{
@@ -106,7 +106,7 @@ func endpointCases() []endpointCase {
 			method: "GET", path: "/v1/accounts/me/balances", body: "balances_proof.json", status: 200, answer: "balances_proof.json",
 			want: []*Balance{
 				{Asset: "USDG", Amount: Ptr(MustParseAmount("1250.5"))},
-				{Asset: "ETH", Nonzero: Bool(false), EncryptedBalance: goldenCT2, BalanceVersion: 1},
+				{Asset: "ETH", Nonzero: Ptr(false), EncryptedBalance: goldenCT2, BalanceVersion: 1},
 			},
 		},
 		{
@@ -252,7 +252,7 @@ func endpointCases() []endpointCase {
 			call: func(ctx context.Context, c *Client, o []CallOption) (any, error) {
 				return c.Transfers.Create(ctx, &TransferCreateParams{
 					To: "0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb", Amount: MustParseAmount("0.000000000000000001"),
-					Asset: "ETH", Confidential: Bool(false),
+					Asset: "ETH", Confidential: Ptr(false),
 				}, o...)
 			},
 			method: "POST", path: "/v1/transfers", body: "transfer_create_public.json", status: 202, answer: "transfer_held.json",

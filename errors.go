@@ -74,6 +74,12 @@ type APIError struct {
 	RequestID  string // the X-Request-Id of the answer; quote it in support requests
 	Body       []byte // the raw response body, at most 1 MiB
 
+	// IdempotencyKey is the Idempotency-Key the call sent, empty for GET.
+	// A refusal decided on the state (402, 403, 404, 422) is kept under
+	// it and replayed; after 400 or 413 the same key may be sent again
+	// with a corrected body. A different body needs a new key.
+	IdempotencyKey string
+
 	// Response is the HTTP response; its Body has been read and closed.
 	Response *http.Response
 }
@@ -146,14 +152,19 @@ var (
 // TransportError is returned when no complete HTTP answer was received: the
 // connection failed, was reset, or timed out, after every retry; the
 // context was cancelled or its deadline passed; or a 2xx answer's body
-// could not be read. A POST may still have taken effect: only a retry that
-// repeats a key given with WithIdempotencyKey is safe. It wraps the cause,
-// so errors.Is(err, context.DeadlineExceeded) works.
+// could not be read. A POST, PATCH or DELETE may still have taken effect:
+// repeat it with WithIdempotencyKey(IdempotencyKey) and the same
+// parameters, which the service runs at most once. It wraps the cause, so
+// errors.Is(err, context.DeadlineExceeded) works.
 type TransportError struct {
-	Method   string // HTTP method of the request
-	Path     string // URL path of the request (never the query or a key)
-	Attempts int    // how many attempts were made
-	Err      error  // the last cause
+	Method string // HTTP method of the request
+	Path   string // URL path of the request (never the query or a key)
+	// IdempotencyKey is the Idempotency-Key the call sent, empty for GET.
+	IdempotencyKey string
+	// Attempts is how many times the request went on the wire (see
+	// Response.Attempts).
+	Attempts int
+	Err      error // the last cause
 }
 
 // Error describes the failure without any secret.

@@ -100,7 +100,7 @@ func ExampleTransfersService_Create() {
 	switch {
 	case errors.Is(err, confpay.ErrRecipientNotConfidentialReady):
 		fmt.Println("recipient is not confidential-ready; sending publicly")
-		params.Confidential = confpay.Bool(false)
+		params.Confidential = confpay.Ptr(false)
 		t, err = client.Transfers.Create(ctx, params)
 		if err != nil {
 			log.Fatal(err)

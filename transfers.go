@@ -30,7 +30,7 @@ type TransferCreateParams struct {
 	Amount Amount `json:"amount"`
 	// Asset defaults to USDG on the server when empty.
 	Asset string `json:"asset,omitempty"`
-	// Confidential defaults to true when nil; set it to Bool(false) only for
+	// Confidential defaults to true when nil; set it to Ptr(false) only for
 	// a recipient wallet without confidential token support.
 	Confidential *bool `json:"confidential,omitempty"`
 	// Memo is sealed with the amount; only sender and recipient can read it.

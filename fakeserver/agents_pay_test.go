@@ -52,7 +52,7 @@ func (f *agentsFixture) pay(c *confpay.Client, to, amount, asset string) (*confp
 
 // payPublic sends a non-confidential USDG payment (to an external wallet).
 func (f *agentsFixture) payPublic(c *confpay.Client, to, amount string) (*confpay.Transfer, error) {
-	return c.Transfers.Create(f.ctx, &confpay.TransferCreateParams{To: to, Amount: confpay.MustParseAmount(amount), Confidential: confpay.Bool(false)})
+	return c.Transfers.Create(f.ctx, &confpay.TransferCreateParams{To: to, Amount: confpay.MustParseAmount(amount), Confidential: confpay.Ptr(false)})
 }
 
 // mustPay fails the test unless the payment is submitted (201).

@@ -206,8 +206,8 @@ func TestRecipientKinds(t *testing.T) {
 		{"0x" + strings.ToUpper(bobAddr[2:]), bobAddr, nil},
 		{"api.market", "api.market", nil},
 		{"API.MARKET", "api.market", nil},
-		{"@carol", "@carol", confpay.Bool(false)},
-		{strings.ToLower(external), external, confpay.Bool(false)},
+		{"@carol", "@carol", confpay.Ptr(false)},
+		{strings.ToLower(external), external, confpay.Ptr(false)},
 	}
 	for _, c := range cases {
 		tr, err := ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: c.to, Amount: confpay.MustParseAmount("1"), Confidential: c.confidential})
@@ -239,10 +239,10 @@ func TestRecipientKinds(t *testing.T) {
 		{"@bob_2/nobot", nil, 404, confpay.CodeRecipientNotFound, "to"},
 		{"unknown.example", nil, 404, confpay.CodeRecipientNotFound, "to"},
 		{"@carol", nil, 422, confpay.CodeRecipientNotConfidentialReady, "to"},
-		{"@carol", confpay.Bool(true), 422, confpay.CodeRecipientNotConfidentialReady, "to"},
+		{"@carol", confpay.Ptr(true), 422, confpay.CodeRecipientNotConfidentialReady, "to"},
 		{external, nil, 422, confpay.CodeRecipientNotConfidentialReady, "to"},
 		{"@alice", nil, 400, confpay.CodeInvalidRequest, "to"},
-		{"@ALICE", confpay.Bool(false), 400, confpay.CodeInvalidRequest, "to"},
+		{"@ALICE", confpay.Ptr(false), 400, confpay.CodeInvalidRequest, "to"},
 		{alice.info.PublicKey, nil, 400, confpay.CodeInvalidRequest, "to"},
 		{badChecksum(bobAddr), nil, 400, confpay.CodeInvalidRequest, "to"},
 		{"@ab", nil, 400, confpay.CodeInvalidRequest, "to"},
@@ -266,7 +266,7 @@ func TestBadChecksumAddress(t *testing.T) {
 	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1")
 	bad := badChecksum(common.HexToAddress("0xfb6916095ca1df60bb79ce92ce3ea74c37c5d359").Hex())
 	_, err := cSDK(t, srv, alice.test(), nil).Transfers.Create(context.Background(), &confpay.TransferCreateParams{
-		To: bad, Amount: confpay.MustParseAmount("1"), Confidential: confpay.Bool(false)})
+		To: bad, Amount: confpay.MustParseAmount("1"), Confidential: confpay.Ptr(false)})
 	ae := cWantErr(t, err, 400, confpay.CodeInvalidRequest, "to")
 	if !strings.Contains(ae.Message, "checksum") {
 		t.Fatalf("message %q", ae.Message)

@@ -253,7 +253,7 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1"), Confidential: confpay.Bool(false)}); err != nil {
+	if _, err := c.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1"), Confidential: confpay.Ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Sync()
