@@ -58,9 +58,9 @@ type Client struct {
 	Webhooks  *WebhooksService  // subscriptions, deliveries, replay
 
 	network    Network
-	baseURL    string   // without a trailing slash
-	auth       []string // {"Bearer <key>"}: shared, never modified
-	userAgent  []string // {"confpay-go/... go/..."}: shared, never modified
+	baseURL    string                // without a trailing slash
+	auth       []string              // {"Bearer <key>"}: shared, never modified
+	userAgent  []string              // {"confpay-go/... go/..."}: shared, never modified
 	httpClient *http.Client          // the caller's or our own, with the counting transport inside
 	rc         *retryablehttp.Client // built once; its hooks find the call in the request's context
 	maxRetries int

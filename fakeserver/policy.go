@@ -74,7 +74,6 @@ func policyError(err error, prefix, whole string) *apiError {
 	return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, msg).withParam(param)
 }
 
-
 // ownedAgentLocked finds the agent named by the path's account_id for a
 // policy call: 404 not_found when there is no such agent, 403
 // not_agent_owner when the caller is not its owner (the agent included).
