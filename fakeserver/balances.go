@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"encoding/json"
 	"errors"
 	"math/big"
 	"net/http"
@@ -89,41 +90,47 @@ func (s *Server) balanceSnapshot(n *network, a *account) (decrypt.Account, []bal
 	return acct, snaps, nil
 }
 
-// balancesRequest is the optional body of the balances call.
+// balancesRequest is the optional body of the balances call. The proof is
+// kept raw so that a member present but null tells apart from none.
 type balancesRequest struct {
-	DecryptionProof *string `json:"decryption_proof"`
+	DecryptionProof json.RawMessage `json:"decryption_proof"`
 }
 
-// balancesProof returns the proof text from the body or the query ("" for
-// none); both at once is a 400.
-func balancesProof(c *call) (string, *apiError) {
+// balancesProof returns the proof text from the body or the query, and
+// whether one was given at all (present but empty or null is a malformed
+// proof, never "no proof"); both at once is a 400.
+func balancesProof(c *call) (proof string, present bool, apiErr *apiError) {
 	var req balancesRequest
 	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
-		return "", apiErr
+		return "", false, apiErr
 	}
-	q := c.r.URL.Query()
+	q := c.r.URL.Query() // the pipeline refused a query that does not parse
 	for k, vs := range q {
 		if k != "decryption_proof" {
 			if k == "" {
-				return "", errInvalid("query", "a query parameter without a name")
+				return "", false, errInvalid("query", "a query parameter without a name")
 			}
-			return "", errInvalid(k, "unknown query parameter "+strconv.Quote(k))
+			return "", false, errInvalid(k, "unknown query parameter "+strconv.Quote(k))
 		}
 		if len(vs) != 1 {
-			return "", errInvalid(k, k+" may be given once")
+			return "", false, errInvalid(k, k+" may be given once")
 		}
 	}
-	proof := ""
-	if req.DecryptionProof != nil {
-		proof = *req.DecryptionProof
-	}
-	if v := q.Get("decryption_proof"); v != "" {
-		if proof != "" {
-			return "", errInvalid("decryption_proof", "give decryption_proof in the body or in the query, not both")
+	if raw := req.DecryptionProof; raw != nil {
+		present = true
+		if string(raw) != "null" {
+			if err := json.Unmarshal(raw, &proof); err != nil {
+				return "", false, errInvalid("decryption_proof", "decryption_proof must be a string")
+			}
 		}
-		proof = v
 	}
-	return proof, nil
+	if vs, ok := q["decryption_proof"]; ok {
+		if present {
+			return "", false, errInvalid("decryption_proof", "give decryption_proof in the body or in the query, not both")
+		}
+		present, proof = true, vs[0]
+	}
+	return proof, present, nil
 }
 
 func errProof(reason, msg string) *apiError {
@@ -131,9 +138,12 @@ func errProof(reason, msg string) *apiError {
 }
 
 func (s *Server) handleBalances(c *call) (int, any, error) {
-	proofText, apiErr := balancesProof(c)
+	proofText, present, apiErr := balancesProof(c)
 	if apiErr != nil {
 		return 0, nil, apiErr
+	}
+	if present && proofText == "" {
+		return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is empty or null: omit it to read without figures")
 	}
 	acct, snaps, err := s.balanceSnapshot(c.net, c.acct)
 	if err != nil {

@@ -1,6 +1,7 @@
 package fakeserver_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		bad("not json", `to=@bob&amount=1`, "body"),
 		bad("array", `[{"to":"@bob","amount":"1"}]`, "body"),
 		bad("string", `"pay bob"`, "body"),
-		bad("null", `null`, "to"),
+		bad("null", `null`, "body"),
 		bad("two objects", `{"to":"@bob","amount":"1"} {"to":"@bob","amount":"1"}`, "body"),
 		bad("unknown field", tr(`"amount":"1","amout":"1"`), "amout"),
 		bad("unknown nested field", tr(`"amount":"1","meta":{"a":1}`), "meta"),
@@ -133,6 +134,53 @@ func TestBadInputChangesNothing(t *testing.T) {
 		admin("domain bad", "POST", "/_fake/domains", `{"account":"@alice","domain":"not a domain"}`, "domain"),
 		admin("books bad network", "GET", "/_fake/books/%40alice?network=main", ``, "network"),
 	}
+	// Strict JSON on every body-taking endpoint, /v1 and /_fake: a member
+	// given twice, or in another letter case, is 400 naming the member (a
+	// proxy reading the first "amount" and the server the last must never
+	// disagree). Each entry is a body that is valid but for the addition.
+	agent, err := cSDK(t, srv, alice.test(), nil).Agents.Create(context.Background(), &confpay.AgentCreateParams{
+		Name: "bot", SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("10")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("5"))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyPath := "/v1/agents/" + agent.AccountID + "/spend-policy"
+	for _, e := range []struct {
+		method, path, body, dup, variant, param string
+	}{
+		{"POST", "/v1/transfers", `"to":"@bob","amount":"1","confidential":false`, `"amount":"90"`, `"Amount":"90"`, "amount"},
+		{"POST", "/v1/transfers", `"amount":"1","confidential":false,"to":"@bob"`, `"to":"@carol"`, `"TO":"@carol"`, "to"},
+		{"POST", "/v1/accounts/me/agents", `"name":"bot2","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}`, `"name":"bot3"`, `"Name":"bot3"`, "name"},
+		{"POST", "/v1/accounts/me/agents", `"name":"bot2","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}`, `"spend_policy":{}`, `"Spend_Policy":{}`, "spend_policy"},
+		{"PATCH", policyPath, `"daily_limit_usdg":10`, `"daily_limit_usdg":1000`, `"Daily_Limit_USDG":1000`, "daily_limit_usdg"},
+		{"POST", "/v1/webhooks", `"url":"https://hooks.example.com/x","events":["transfer.confirmed"]`, `"url":"https://evil.example.com/"`, `"URL":"https://evil.example.com/"`, "url"},
+		{"GET", "/v1/accounts/me/balances", `"decryption_proof":"AAAA"`, `"decryption_proof":"BBBB"`, `"Decryption_Proof":"BBBB"`, "decryption_proof"},
+		{"POST", "/_fake/accounts", `"handle":"@dave"`, `"handle":"@erin"`, `"Handle":"@erin"`, "handle"},
+		{"PATCH", "/_fake/accounts/%40alice", `"kyc_status":"verified"`, `"kyc_status":"pending"`, `"KYC_Status":"pending"`, "kyc_status"},
+		{"POST", "/_fake/accounts/%40alice/keys", `"network":"test","name":"k"`, `"network":"live"`, `"Network":"live"`, "network"},
+		{"POST", "/_fake/fund", `"account":"@alice","amount":"1"`, `"amount":"1000"`, `"AMOUNT":"1000"`, "amount"},
+		{"POST", "/_fake/domains", `"account":"@alice","domain":"alice.example"`, `"account":"@bob"`, `"Account":"@bob"`, "account"},
+		{"POST", "/_fake/clock", `"advance":"1s"`, `"advance":"100h"`, `"Advance":"100h"`, "advance"},
+		{"POST", "/_fake/faults", `"action":"error","status":503`, `"status":500`, `"Status":500`, "status"},
+		{"POST", "/_fake/assets", `"code":"EURC","decimals":2,"usdg_rate":1`, `"decimals":6`, `"Decimals":6`, "decimals"},
+	} {
+		cases = append(cases,
+			tc{"duplicate " + e.param + " on " + e.method + " " + e.path, e.method, e.path, "{" + e.body + "," + e.dup + "}", nil, 400, confpay.CodeInvalidRequest, e.param},
+			tc{"case variant of " + e.param + " on " + e.method + " " + e.path, e.method, e.path, "{" + e.body + "," + e.variant + "}", nil, 400, confpay.CodeInvalidRequest, e.param},
+		)
+	}
+	cases = append(cases,
+		bad("duplicate deep inside memo's neighbour", `{"to":"@bob","amount":"1","memo":"x","memo":"y"}`, "memo"),
+		tc{"duplicate inside spend_policy", "POST", "/v1/accounts/me/agents", `{"name":"bot4","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5,"daily_limit_usdg":1000}}`, nil, 400, confpay.CodeInvalidRequest, "spend_policy.daily_limit_usdg"},
+		tc{"case variant inside spend_policy", "POST", "/v1/accounts/me/agents", `{"name":"bot4","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5,"Daily_Limit_USDG":1000}}`, nil, 400, confpay.CodeInvalidRequest, "spend_policy.daily_limit_usdg"},
+		tc{"empty proof", "GET", "/v1/accounts/me/balances", `{"decryption_proof":""}`, nil, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof"},
+		tc{"null proof", "GET", "/v1/accounts/me/balances", `{"decryption_proof":null}`, nil, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof"},
+		tc{"empty proof in the query", "GET", "/v1/accounts/me/balances?decryption_proof=", "", nil, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof"},
+		tc{"query with a semicolon", "GET", "/v1/transfers?limit=5;offset=2", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		tc{"query with a bad escape", "GET", "/v1/transfers?limit=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		tc{"proof query with a bad escape", "GET", "/v1/accounts/me/balances?decryption_proof=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		tc{"admin query with a semicolon", "GET", "/_fake/books/%40alice?network=test;x=1", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+	)
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
@@ -153,5 +201,4 @@ func TestBadInputChangesNothing(t *testing.T) {
 		}
 		checkUnchanged(t, srv, before, c.name)
 	}
-
 }

@@ -71,6 +71,9 @@ func policyError(err error, prefix, whole string) *apiError {
 	if fe.Field != "" {
 		msg = param + " " + fe.Problem
 	}
+	if fe.Malformed {
+		return errInvalid(param, msg)
+	}
 	return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, msg).withParam(param)
 }
 

@@ -52,6 +52,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 func main() {
@@ -79,20 +80,16 @@ type seedAccount struct {
 	Balances map[confpay.Network]map[string]string `json:"balances"`
 }
 
-// parseSeed decodes a seed file strictly: one JSON object, no unknown
-// fields, nothing after it.
+// parseSeed decodes a seed file strictly (internal/strictjson): one JSON
+// object, no unknown member, no member given twice or in another letter
+// case, nothing after it. Errors name the member, as a path.
 func parseSeed(b []byte) (*seedFile, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var seed seedFile
-	if err := dec.Decode(&seed); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New(`the file is empty: it needs a JSON object such as {"accounts": []}`)
-		}
-		return nil, err
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New(`the file is empty: it needs a JSON object such as {"accounts": []}`)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the seed object")
+	var seed seedFile
+	if err := strictjson.Decode(b, &seed); err != nil {
+		return nil, err
 	}
 	return &seed, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Spend-policy field names, as on the wire.
@@ -43,6 +44,11 @@ type Policy struct {
 type FieldError struct {
 	Field   string
 	Problem string
+	// Malformed marks a body that is not strict JSON (a member given twice,
+	// or in another letter case than documented) rather than a policy that
+	// breaks a rule: the server answers it as invalid_request, as it does
+	// for every strict-JSON refusal.
+	Malformed bool
 }
 
 // Error names the field and the problem.
@@ -361,13 +367,18 @@ func readObject(body []byte) (map[string]json.RawMessage, error) {
 			return nil, notObject
 		}
 		if !slices.Contains(fieldOrder, name) {
+			for _, f := range fieldOrder {
+				if strings.EqualFold(f, name) {
+					return nil, &FieldError{Field: f, Problem: "must be spelt exactly " + strconv.Quote(f) + " (member names are case-sensitive)", Malformed: true}
+				}
+			}
 			if len(name) > 64 {
 				return nil, fieldErr("", "has a field that is not a spend-policy field")
 			}
 			return nil, fieldErr(name, "is not a spend-policy field")
 		}
 		if _, dup := fields[name]; dup {
-			return nil, fieldErr(name, "appears twice")
+			return nil, &FieldError{Field: name, Problem: "appears twice", Malformed: true}
 		}
 		fields[name] = raw
 	}
