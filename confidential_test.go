@@ -272,7 +272,7 @@ func TestOpenNotes(t *testing.T) {
 	sender, recipient, stranger := mustKey(t), mustKey(t), mustKey(t)
 	units := big.NewInt(12_500_000)
 	seal := func(ref string, readers ...*decrypt.PrivateKey) (string, []string) {
-		ctx := decrypt.NoteContext{ChainID: ChainIDTest, Reference: ref}
+		ctx := decrypt.NoteContext{ChainID: ChainIDTest, Reference: ref, Asset: AssetUSDG}
 		var hexes []string
 		for _, k := range readers {
 			ctx.Readers = append(ctx.Readers, k.PublicKey())
@@ -291,7 +291,7 @@ func TestOpenNotes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := NoteAmount(n, tr.Asset)
+		a, err := NoteAmount(n)
 		if err != nil || a.String() != "12.5" || n.Memo != "invoice 42" {
 			t.Errorf("note amount %q, memo %q, %v", a, n.Memo, err)
 		}
@@ -306,6 +306,18 @@ func TestOpenNotes(t *testing.T) {
 	moved.TransferID = "tr_2"
 	if _, err := OpenTransferNote(sender, ChainIDTest, &moved); !errors.Is(err, decrypt.ErrVerification) {
 		t.Errorf("note moved to another transfer: %v", err)
+	}
+	// The answer's asset field is not trusted: a note of 12.5 USDG shown
+	// as ETH (18 decimals) does not open, instead of reading 0.0000000000125.
+	relabelled := *tr
+	relabelled.Asset = AssetETH
+	if _, err := OpenTransferNote(sender, ChainIDTest, &relabelled); !errors.Is(err, decrypt.ErrVerification) {
+		t.Errorf("note opened under another asset: %v", err)
+	}
+	noAsset := *tr
+	noAsset.Asset = ""
+	if n, err := OpenTransferNote(sender, ChainIDTest, &noAsset); err != nil || n.Asset != AssetUSDG {
+		t.Errorf("a transfer without asset opens as USDG: %v", err)
 	}
 	for _, bad := range []*Transfer{nil, {EncryptedNote: note, NoteReaders: readers}, {TransferID: "tr_1", NoteReaders: readers},
 		{TransferID: "tr_1", EncryptedNote: note}, {TransferID: "tr_1", EncryptedNote: note + "=", NoteReaders: readers},
@@ -329,16 +341,16 @@ func TestOpenNotes(t *testing.T) {
 	if strings.Contains(buf.String(), "12") || strings.Contains(buf.String(), "invoice") {
 		t.Errorf("note prints %q", buf.String())
 	}
-	if a, err := NoteAmount(n, ""); err != nil || a.String() != "12.5" {
-		t.Errorf("NoteAmount default asset: %q, %v", a, err)
+	if a, err := NoteAmount(n); err != nil || a.String() != "12.5" || n.Asset != AssetUSDG {
+		t.Errorf("NoteAmount: %q, %v", a, err)
 	}
-	if a, err := NoteAmount(n, AssetETH); err != nil || a.String() != "0.0000000000125" {
+	if a, err := NoteAmount(&decrypt.Note{Asset: AssetETH, Amount: units}); err != nil || a.String() != "0.0000000000125" {
 		t.Errorf("NoteAmount ETH: %q, %v", a, err)
 	}
-	if _, err := NoteAmount(n, "DOGE"); err == nil {
+	if _, err := NoteAmount(&decrypt.Note{Asset: "DOGE", Amount: units}); err == nil {
 		t.Error("unknown asset accepted")
 	}
-	if _, err := NoteAmount(nil, ""); err == nil {
+	if _, err := NoteAmount(nil); err == nil {
 		t.Error("nil note accepted")
 	}
 }

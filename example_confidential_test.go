@@ -82,6 +82,7 @@ func ExampleOpenTransferNote() {
 	note, err := decrypt.SealNote(nil, decrypt.NoteContext{
 		ChainID:   confpay.ChainIDTest,
 		Reference: "tr_3k9d8f7g6h5j",
+		Asset:     "USDG",
 		Readers:   []*decrypt.PublicKey{sender.PublicKey(), recipient.PublicKey()},
 	}, big.NewInt(12_500_000), "invoice 42")
 	if err != nil {
@@ -99,11 +100,11 @@ func ExampleOpenTransferNote() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	amount, err := confpay.NoteAmount(n, t.Asset)
+	amount, err := confpay.NoteAmount(n) // in the asset the note authenticates
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(amount, t.Asset, n.Memo)
+	fmt.Println(amount, n.Asset, n.Memo)
 	fmt.Println(n) // an opened note never prints by accident
 	// Output:
 	// 12.5 USDG invoice 42

@@ -14,13 +14,17 @@ import (
 // and the readers in NoteReaders; a key that is not one of them gives an
 // error wrapping decrypt.ErrNotForThisKey.
 //
-// The returned note prints redacted; read Amount and Memo explicitly, or
-// use NoteAmount for an Amount in the asset's decimals.
+// The note also binds the transfer's asset (USDG when the transfer names
+// none): a note opened under another asset does not open, so the asset in
+// the returned note (decrypt.Note.Asset) is authenticated, whatever the
+// answer's asset field says. The returned note prints redacted; read Amount
+// and Memo explicitly, or use NoteAmount for an Amount in the
+// authenticated asset's decimals.
 func OpenTransferNote(key *decrypt.PrivateKey, chainID uint64, t *Transfer) (*decrypt.Note, error) {
 	if t == nil {
 		return nil, &ParamError{Param: "transfer", Problem: "is nil"}
 	}
-	return openNote(key, chainID, "transfer", t.TransferID, t.EncryptedNote, t.NoteReaders)
+	return openNote(key, chainID, "transfer", t.TransferID, t.Asset, t.EncryptedNote, t.NoteReaders)
 }
 
 // OpenAgentTransactionNote opens the encrypted note of an agent payment
@@ -30,10 +34,13 @@ func OpenAgentTransactionNote(key *decrypt.PrivateKey, chainID uint64, t *AgentT
 	if t == nil {
 		return nil, &ParamError{Param: "transaction", Problem: "is nil"}
 	}
-	return openNote(key, chainID, "transaction", t.TransactionID, t.EncryptedNote, t.NoteReaders)
+	return openNote(key, chainID, "transaction", t.TransactionID, t.Asset, t.EncryptedNote, t.NoteReaders)
 }
 
-func openNote(key *decrypt.PrivateKey, chainID uint64, what, reference, note string, readers []string) (*decrypt.Note, error) {
+func openNote(key *decrypt.PrivateKey, chainID uint64, what, reference, asset, note string, readers []string) (*decrypt.Note, error) {
+	if asset == "" {
+		asset = AssetUSDG
+	}
 	switch {
 	case key == nil:
 		return nil, &ParamError{Param: "key", Problem: "is nil"}
@@ -48,7 +55,7 @@ func openNote(key *decrypt.PrivateKey, chainID uint64, what, reference, note str
 	if err != nil {
 		return nil, fmt.Errorf("confpay: encrypted_note of %s %s: %w", what, reference, err)
 	}
-	ctx := decrypt.NoteContext{ChainID: chainID, Reference: reference}
+	ctx := decrypt.NoteContext{ChainID: chainID, Reference: reference, Asset: asset}
 	for i, r := range readers {
 		pk, err := decrypt.ParsePublicKeyHex(r)
 		if err != nil {
@@ -63,18 +70,16 @@ func openNote(key *decrypt.PrivateKey, chainID uint64, what, reference, note str
 	return n, nil
 }
 
-// NoteAmount returns an opened note's amount as an Amount of asset (USDG
-// when empty), converting from the asset's base units.
-func NoteAmount(n *decrypt.Note, asset string) (Amount, error) {
+// NoteAmount returns an opened note's amount as an Amount, converting from
+// base units with the decimals of the note's own asset (n.Asset), which
+// the note authenticates: never from an unauthenticated field.
+func NoteAmount(n *decrypt.Note) (Amount, error) {
 	if n == nil || n.Amount == nil {
 		return Amount{}, errors.New("confpay: note has no amount")
 	}
-	if asset == "" {
-		asset = AssetUSDG
-	}
-	dec, ok := AssetDecimals(asset)
+	dec, ok := AssetDecimals(n.Asset)
 	if !ok {
-		return Amount{}, fmt.Errorf("confpay: unknown asset %q: its decimals are not known", asset)
+		return Amount{}, fmt.Errorf("confpay: unknown asset %q: its decimals are not known", n.Asset)
 	}
 	if n.Amount.Sign() < 0 {
 		return Amount{}, errors.New("confpay: note amount is negative")

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/big"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // EncodeBase64 returns b as base64url without padding, the form in which the
@@ -47,6 +49,7 @@ const (
 	tagLen        = 16
 	ciphertextLen = 1 + pointLen + amountLen + tagLen // 82
 	wrapLen       = 32 + tagLen                       // 48
+	commitLen     = 32                                // kc in a note
 	notePadBlock  = 64
 )
 
@@ -59,8 +62,20 @@ const (
 	tagNoteCtx       = "cpay/v1/note-ctx"
 	tagNoteKEK       = "cpay/v1/note-kek"
 	tagNoteBody      = "cpay/v1/note-body"
+	tagNoteCommit    = "cpay/v1/note-commit"
 	hkdfOutputLength = 32 + 12 // AES-256 key and GCM nonce
 )
+
+// addLPString adds lp(s) = u16(len s) ∥ s; past 65535 bytes the builder
+// fails (callers check lengths first, so BytesOrPanic never panics).
+func addLPString(b *cryptobyte.Builder, s string) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
+}
+
+// addLP adds lp(x).
+func addLP(b *cryptobyte.Builder, x []byte) {
+	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(x) })
+}
 
 // appendU16 appends v big-endian.
 func appendU16(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }

@@ -102,6 +102,7 @@ func ExampleSealNote() {
 	ctx := decrypt.NoteContext{
 		ChainID:   8453,
 		Reference: "tr_01J9Z8",
+		Asset:     "USDG",
 		Readers:   []*decrypt.PublicKey{sender.PublicKey(), recipient.PublicKey()},
 	}
 	note, err := decrypt.SealNote(nil, ctx, big.NewInt(1250000), "invoice 42")
@@ -113,13 +114,13 @@ func ExampleSealNote() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(n.Amount, n.Memo)
+	fmt.Println(n.Amount, n.Asset, n.Memo)
 	fmt.Println(n) // a Note never prints its contents
 
 	_, err = decrypt.OpenNote(stranger, ctx, note)
 	fmt.Println(errors.Is(err, decrypt.ErrNotForThisKey))
 	// Output:
-	// 1250000 invoice 42
+	// 1250000 USDG invoice 42
 	// decrypt.Note(REDACTED)
 	// true
 }

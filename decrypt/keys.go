@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
@@ -55,7 +56,9 @@ func GenerateKey(rand io.Reader) (*PrivateKey, error) {
 // DeriveKey derives an account's private key from a seed of at least 16
 // bytes: ek = HKDF-SHA256(ikm = seed, salt = "cpay/v1/enc-key",
 // info = u64 chainID ∥ addr ∥ u32 ctr, 32 bytes), for the first ctr = 0, 1, …
-// that gives 1 ≤ ek < n.
+// that gives 1 ≤ ek < n. Every u32 counter may be tried: there is no limit
+// below 2^32 (a try fails with probability below 2^-127, so ctr is 0 in
+// practice); only if all 2^32 failed would it return an error.
 func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) {
 	if len(seed) < minSeedLen {
 		return nil, fmt.Errorf("%w: seed is %d bytes, want at least %d", ErrMalformed, len(seed), minSeedLen)
@@ -63,7 +66,7 @@ func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) 
 	info := make([]byte, 0, 8+20+4)
 	info = appendU64(info, chainID)
 	info = append(info, addr[:]...)
-	for ctr := uint32(0); ctr < 256; ctr++ {
+	for ctr := uint64(0); ctr <= math.MaxUint32; ctr++ {
 		in := append(info[:28:28], byte(ctr>>24), byte(ctr>>16), byte(ctr>>8), byte(ctr))
 		okm, err := hkdf.Key(sha256.New, seed, []byte(tagEncKey), string(in), scalarLen)
 		if err != nil {
@@ -78,8 +81,8 @@ func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) 
 			return k, nil
 		}
 	}
-	// Unreachable in practice: each try fails with probability below 2^-127.
-	return nil, errors.New("decrypt: deriving key: no valid scalar")
+	// Unreachable: each try fails with probability below 2^-127.
+	return nil, errors.New("decrypt: deriving key: no valid scalar for any u32 counter")
 }
 
 // NewPrivateKey returns the private key with the 32-byte big-endian scalar

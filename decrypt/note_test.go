@@ -23,7 +23,7 @@ func newNoteFixture(t testing.TB) *noteFixture {
 	if f.carol, err = DeriveKey([]byte("carol's seed, 32 bytes long!!!!!"), 8453, addr(0xc0)); err != nil {
 		t.Fatal(err)
 	}
-	f.ctx = NoteContext{ChainID: 8453, Reference: "tr_01J9Z8", Readers: []*PublicKey{f.alice.PublicKey(), f.bob.PublicKey()}}
+	f.ctx = NoteContext{ChainID: 8453, Reference: "tr_01J9Z8", Asset: "USDG", Readers: []*PublicKey{f.alice.PublicKey(), f.bob.PublicKey()}}
 	return f
 }
 
@@ -45,7 +45,7 @@ func TestNoteRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := 1 + 33 + 1 + 2*48 + tc.size + 16; len(note) != want {
+		if want := 1 + 33 + 1 + 2*48 + 32 + tc.size + 16; len(note) != want {
 			t.Fatalf("memo of %d bytes: note is %d bytes, want %d", len(tc.memo), len(note), want)
 		}
 		for _, k := range []*PrivateKey{f.alice, f.bob} {
@@ -65,7 +65,7 @@ func TestNoteReaderCounts(t *testing.T) {
 	dave, _ := GenerateKey(nil)
 	all := []*PrivateKey{f.alice, f.bob, f.carol, dave}
 	for m := 1; m <= 4; m++ {
-		ctx := NoteContext{ChainID: 1, Reference: "held_1"}
+		ctx := NoteContext{ChainID: 1, Reference: "held_1", Asset: "ETH"}
 		for _, k := range all[:m] {
 			ctx.Readers = append(ctx.Readers, k.PublicKey())
 		}
@@ -84,12 +84,12 @@ func TestNoteReaderCounts(t *testing.T) {
 			}
 		}
 	}
-	five := NoteContext{ChainID: 1, Reference: "r", Readers: []*PublicKey{f.alice.PublicKey(), f.bob.PublicKey(), f.carol.PublicKey(), dave.PublicKey(), f.fixture.alice.PublicKey()}}
+	five := NoteContext{ChainID: 1, Reference: "r", Asset: "USDG", Readers: []*PublicKey{f.alice.PublicKey(), f.bob.PublicKey(), f.carol.PublicKey(), dave.PublicKey(), f.fixture.alice.PublicKey()}}
 	five.Readers[4], _ = NewPublicKey(mustHex(t, "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798"))
 	if _, err := SealNote(nil, five, big.NewInt(1), ""); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("5 readers: got %v, want ErrMalformed", err)
 	}
-	if _, err := SealNote(nil, NoteContext{ChainID: 1, Reference: "r"}, big.NewInt(1), ""); !errors.Is(err, ErrMalformed) {
+	if _, err := SealNote(nil, NoteContext{ChainID: 1, Reference: "r", Asset: "USDG"}, big.NewInt(1), ""); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("0 readers: got %v, want ErrMalformed", err)
 	}
 }
@@ -123,6 +123,62 @@ func TestNoteRejects(t *testing.T) {
 	}
 	if _, err := SealNote(bytes.NewReader(make([]byte, 40)), f.ctx, big.NewInt(1), ""); err == nil {
 		t.Error("randomness too short for r and K accepted")
+	}
+}
+
+// The asset is part of the context: the opened note reports it, and a
+// context without a valid asset code is refused on both sides.
+func TestNoteAsset(t *testing.T) {
+	f := newNoteFixture(t)
+	note, err := SealNote(nil, f.ctx, big.NewInt(5), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenNote(f.bob, f.ctx, note)
+	if err != nil || n.Asset != "USDG" {
+		t.Fatalf("opened note: asset %q, %v", n.Asset, err)
+	}
+	for _, bad := range []string{"", "US DG", strings.Repeat("A", 65)} {
+		ctx := f.ctx
+		ctx.Asset = bad
+		if _, err := SealNote(nil, ctx, big.NewInt(5), ""); !errors.Is(err, ErrMalformed) {
+			t.Errorf("seal with asset %q: got %v, want ErrMalformed", bad, err)
+		}
+		if _, err := OpenNote(f.bob, ctx, note); !errors.Is(err, ErrMalformed) {
+			t.Errorf("open with asset %q: got %v, want ErrMalformed", bad, err)
+		}
+	}
+}
+
+// A memo that starts with a UTF-8 byte-order mark comes back byte for byte
+// (some decoders drop a leading BOM).
+func TestNoteMemoByteOrderMark(t *testing.T) {
+	f := newNoteFixture(t)
+	memo := "\xef\xbb\xbfinvoice 42"
+	note, err := SealNote(nil, f.ctx, big.NewInt(5), memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenNote(f.alice, f.ctx, note)
+	if err != nil || n.Memo != memo {
+		t.Fatalf("memo with a BOM: %q, %v", n.Memo, err)
+	}
+}
+
+// A changed key commitment stops every reader, before the body is opened.
+func TestNoteCommitmentMismatch(t *testing.T) {
+	f := newNoteFixture(t)
+	note, _ := SealNote(nil, f.ctx, big.NewInt(5), "memo")
+	kc := 1 + 33 + 1 + 2*48
+	for i := kc; i < kc+32; i++ {
+		b := append([]byte(nil), note...)
+		b[i] ^= 0x40
+		for j, k := range []*PrivateKey{f.alice, f.bob} {
+			_, err := OpenNote(k, f.ctx, b)
+			if !errors.Is(err, ErrVerification) || !strings.Contains(err.Error(), "key commitment") {
+				t.Fatalf("kc byte %d changed: reader %d got %v", i-kc, j, err)
+			}
+		}
 	}
 }
 
@@ -171,10 +227,11 @@ func TestNoteWrapsNotInterchangeable(t *testing.T) {
 func TestNoteOtherContext(t *testing.T) {
 	f := newNoteFixture(t)
 	note, _ := SealNote(nil, f.ctx, big.NewInt(5), "memo")
-	chain, ref := f.ctx, f.ctx
+	chain, ref, asset := f.ctx, f.ctx, f.ctx
 	chain.ChainID++
 	ref.Reference = "tr_other"
-	for name, ctx := range map[string]NoteContext{"chain": chain, "reference": ref} {
+	asset.Asset = "ETH" // the same figure read under another asset's decimals
+	for name, ctx := range map[string]NoteContext{"chain": chain, "reference": ref, "asset": asset} {
 		if _, err := OpenNote(f.bob, ctx, note); !errors.Is(err, ErrVerification) {
 			t.Errorf("other %s: got %v, want ErrVerification", name, err)
 		}

@@ -31,6 +31,17 @@ type vectorFile struct {
 	Proofs        []proofVector   `json:"proofs"`
 	InvalidProofs []invalidProof  `json:"invalid_proofs"`
 	Notes         []noteVector    `json:"notes"`
+	InvalidNotes  []invalidNote   `json:"invalid_notes"`
+}
+
+// invalidNote is a note that must not open: 'note' under the context of
+// notes[base] (with 'asset' in place of its asset), for every reader.
+type invalidNote struct {
+	Name  string `json:"name"`
+	Base  int    `json:"base"`
+	Asset string `json:"asset"`
+	Note  string `json:"note"`
+	Error string `json:"error"`
 }
 
 type keyVector struct {
@@ -95,6 +106,7 @@ type noteVector struct {
 	Name       string   `json:"name"`
 	ChainID    uint64   `json:"chain_id"`
 	Reference  string   `json:"reference"`
+	Asset      string   `json:"asset"`
 	Readers    []string `json:"readers"`
 	ReaderKeys []string `json:"reader_keys"`
 	Amount     string   `json:"amount"`
@@ -103,6 +115,7 @@ type noteVector struct {
 	R          string   `json:"r"`
 	K          string   `json:"K"`
 	MH         string   `json:"mh"`
+	KC         string   `json:"kc"`
 	Note       string   `json:"note"`
 }
 
@@ -131,7 +144,8 @@ func makeVectors(t *testing.T) *vectorFile {
 		About: []string{
 			"Known-answer vectors for the confpay confidentiality protocol, suite 0x01 (docs/confidentiality.md).",
 			"Byte strings are lowercase hex; amounts are decimal strings of base units; chain_id and version are integers.",
-			"'rand' is the exact byte stream the operation reads from its random source, in order: balance r (32, drawn again while not in [1, n)); proof extra data for the hedged RFC 6979 nonce (32); note r (32) then K (32). An implementation given these bytes must produce exactly 'ciphertext', 'proof' or 'note'.",
+			"'rand' is the exact byte stream the operation reads from its random source, in order: a generated key (32, drawn again while not in [1, n)); balance r (32, likewise); proof extra data for the hedged RFC 6979 nonce (32); note r (32, likewise) then K (32). An implementation given these bytes must produce exactly 'ek', 'ciphertext', 'proof' or 'note'. The key 'generated, first draw rejected' and the note 'r drawn twice' start with a draw of 32 0xff bytes (at least n), which must be rejected and drawn again.",
+			"Notes bind the asset (lp(asset) in mh) and carry kc = H(lp(\"cpay/v1/note-commit\") ∥ K ∥ mh) between the wraps and the body; invalid_notes must fail to open for every reader (error 'verification').",
 			"Intermediate values: r, R, S = r·EK = ek·R, th, stmt, w, A_0..A_m, c, z, mh, K, as named in the document.",
 			"invalid_proofs are checked with Verify against proofs[1]'s account and the listed current ciphertexts; 'error' is the 422 reason (malformed, stale, verification_failed).",
 		},
@@ -163,6 +177,12 @@ func makeVectors(t *testing.T) *vectorFile {
 		t.Fatal(err)
 	}
 	v.Keys = append(v.Keys, keyVector{Name: "generated", Rand: hx(rec.got), EK: gk.Hex(), PubEK: gk.PublicKey().Hex()})
+	rec = &recorder{r: io.MultiReader(bytes.NewReader(bytes.Repeat([]byte{0xff}, 32)), newDetReader("vectors/generate-key-redrawn"))}
+	rk, err := GenerateKey(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Keys = append(v.Keys, keyVector{Name: "generated, first draw rejected", Rand: hx(rec.got), EK: rk.Hex(), PubEK: rk.PublicKey().Hex()})
 
 	maxAmount := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 	ethAmount, _ := new(big.Int).SetString("1500000000000000000", 10)
@@ -246,17 +266,20 @@ func makeVectors(t *testing.T) *vectorFile {
 	v.InvalidProofs = makeInvalidProofs(t, v.Proofs[1])
 
 	for _, n := range []struct {
-		name, reference, memo string
-		chainID               uint64
-		readers               []string
-		amount                *big.Int
+		name, reference, asset, memo string
+		chainID                      uint64
+		readers                      []string
+		amount                       *big.Int
+		rejected                     []byte // a draw of r to be rejected first
 	}{
-		{"transfer alice to bob", "tr_01J9Z8Q4N7", "invoice 42", 8453, []string{"alice", "bob"}, big.NewInt(1250000)},
-		{"held payment, owner only", "held_7f3a", "", 8453, []string{"alice"}, big.NewInt(99)},
-		{"four readers, long memo", "tr_4", strings.Repeat("reçu n° 7 ☕ ", 20), 84532, []string{"carol", "alice", "bob", "generated"}, maxAmount},
-		{"memo filling one block", "tr_30", strings.Repeat("m", 30), 1, []string{"bob", "alice"}, big.NewInt(1)},
+		{"transfer alice to bob", "tr_01J9Z8Q4N7", "USDG", "invoice 42", 8453, []string{"alice", "bob"}, big.NewInt(1250000), nil},
+		{"held payment, owner only", "atx_7f3a", "USDG", "", 8453, []string{"alice"}, big.NewInt(99), nil},
+		{"four readers, long memo", "tr_4", "ETH", strings.Repeat("reçu n° 7 ☕ ", 20), 84532, []string{"carol", "alice", "bob", "generated"}, maxAmount, nil},
+		{"memo filling one block", "tr_30", "USDC", strings.Repeat("m", 30), 1, []string{"bob", "alice"}, big.NewInt(1), nil},
+		{"memo starting with a byte-order mark", "tr_bom", "USDG", "\ufeffinvoice 43", 8453, []string{"alice", "bob"}, big.NewInt(5), nil},
+		{"r drawn twice", "tr_redraw", "USDG", "redrawn", 8453, []string{"bob"}, big.NewInt(7), bytes.Repeat([]byte{0xff}, 32)},
 	} {
-		ctx := NoteContext{ChainID: n.chainID, Reference: n.reference}
+		ctx := NoteContext{ChainID: n.chainID, Reference: n.reference, Asset: n.asset}
 		var readers, readerKeys []string
 		for _, who := range n.readers {
 			k := keys[who]
@@ -267,20 +290,41 @@ func makeVectors(t *testing.T) *vectorFile {
 			readers = append(readers, k.PublicKey().Hex())
 			readerKeys = append(readerKeys, k.Hex())
 		}
-		rec := &recorder{r: newDetReader("vectors/note/" + n.name)}
+		rec := &recorder{r: io.MultiReader(bytes.NewReader(n.rejected), newDetReader("vectors/note/"+n.name))}
 		note, err := SealNote(rec, ctx, n.amount, n.memo)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rb := (*[pointLen]byte)(note[1:34])
 		mh := noteHash(ctx, rb)
+		got := rec.got[len(n.rejected):]
+		kcAt := 1 + pointLen + 1 + len(ctx.Readers)*wrapLen
 		v.Notes = append(v.Notes, noteVector{
-			Name: n.name, ChainID: n.chainID, Reference: n.reference, Readers: readers, ReaderKeys: readerKeys,
-			Amount: n.amount.String(), Memo: n.memo, Rand: hx(rec.got), R: hx(rec.got[:32]), K: hx(rec.got[32:64]),
-			MH: hx(mh[:]), Note: hx(note),
+			Name: n.name, ChainID: n.chainID, Reference: n.reference, Asset: n.asset, Readers: readers, ReaderKeys: readerKeys,
+			Amount: n.amount.String(), Memo: n.memo, Rand: hx(rec.got), R: hx(got[:32]), K: hx(got[32:64]),
+			MH: hx(mh[:]), KC: hx(note[kcAt : kcAt+commitLen]), Note: hx(note),
 		})
 	}
+	v.InvalidNotes = makeInvalidNotes(t, v.Notes[0])
 	return v
+}
+
+// makeInvalidNotes derives notes that must not open from nv (notes[0]).
+func makeInvalidNotes(t *testing.T, nv noteVector) []invalidNote {
+	note := mustHex(t, nv.Note)
+	kcAt := 1 + pointLen + 1 + len(nv.Readers)*wrapLen
+	mut := func(f func(b []byte) []byte) string { return hx(f(append([]byte(nil), note...))) }
+	return []invalidNote{
+		{"kc does not match", 0, nv.Asset, mut(func(b []byte) []byte { b[kcAt] ^= 0x01; return b }), "verification"},
+		{"kc of another K", 0, nv.Asset, mut(func(b []byte) []byte {
+			var mh [32]byte
+			copy(mh[:], mustHex(t, nv.MH))
+			other := noteCommitment(bytes.Repeat([]byte{7}, 32), &mh)
+			copy(b[kcAt:], other[:])
+			return b
+		}), "verification"},
+		{"opened under another asset", 0, "ETH", nv.Note, "verification"},
+	}
 }
 
 func makeInvalidProofs(t *testing.T, pv proofVector) []invalidProof {
@@ -415,8 +459,21 @@ func checkVectorsOpen(t *testing.T, v *vectorFile) {
 			t.Fatalf("invalid proof %q: got %v, want %s", iv.Name, err, iv.Error)
 		}
 	}
+	for _, iv := range v.InvalidNotes {
+		nv := v.Notes[iv.Base]
+		ctx := NoteContext{ChainID: nv.ChainID, Reference: nv.Reference, Asset: iv.Asset}
+		for _, r := range nv.Readers {
+			ctx.Readers = append(ctx.Readers, mustPub(t, r))
+		}
+		for i, kh := range nv.ReaderKeys {
+			k, _ := ParsePrivateKeyHex(kh)
+			if _, err := OpenNote(k, ctx, mustHex(t, iv.Note)); !errors.Is(err, ErrVerification) {
+				t.Fatalf("invalid note %q: reader %d: got %v, want a verification error", iv.Name, i, err)
+			}
+		}
+	}
 	for _, nv := range v.Notes {
-		ctx := NoteContext{ChainID: nv.ChainID, Reference: nv.Reference}
+		ctx := NoteContext{ChainID: nv.ChainID, Reference: nv.Reference, Asset: nv.Asset}
 		for _, r := range nv.Readers {
 			ctx.Readers = append(ctx.Readers, mustPub(t, r))
 		}
@@ -424,7 +481,7 @@ func checkVectorsOpen(t *testing.T, v *vectorFile) {
 		for i, kh := range nv.ReaderKeys {
 			k, _ := ParsePrivateKeyHex(kh)
 			n, err := OpenNote(k, ctx, note)
-			if err != nil || n.Amount.String() != nv.Amount || n.Memo != nv.Memo {
+			if err != nil || n.Amount.String() != nv.Amount || n.Memo != nv.Memo || n.Asset != nv.Asset {
 				t.Fatalf("note %s: reader %d: %v", nv.Name, i, err)
 			}
 		}

@@ -452,7 +452,7 @@ func (s *Server) handleListPending(c *call) (int, any, error) {
 			if h.note == "" {
 				jobs = append(jobs, sealJob{
 					h:      h,
-					ctx:    decrypt.NoteContext{ChainID: c.net.chainID, Reference: h.id, Readers: []*decrypt.PublicKey{key}},
+					ctx:    decrypt.NoteContext{ChainID: c.net.chainID, Reference: h.id, Asset: h.p.asset, Readers: []*decrypt.PublicKey{key}},
 					amount: new(big.Int).Set(h.p.units),
 					memo:   h.p.memo,
 				})

@@ -94,7 +94,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	note, err := decrypt.OpenNote(f.ownerKey, decrypt.NoteContext{ChainID: confpay.ChainIDTest, Reference: tr.TransactionID, Readers: []*decrypt.PublicKey{f.ownerKey.PublicKey()}}, raw)
+	note, err := decrypt.OpenNote(f.ownerKey, decrypt.NoteContext{ChainID: confpay.ChainIDTest, Reference: tr.TransactionID, Asset: tr.Asset, Readers: []*decrypt.PublicKey{f.ownerKey.PublicKey()}}, raw)
 	if err != nil {
 		t.Fatal(err)
 	}

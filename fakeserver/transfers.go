@@ -372,7 +372,7 @@ func noteJobsLocked(n *network, ts []*transfer) []*noteJob {
 		}
 		jobs = append(jobs, &noteJob{
 			t:      t,
-			ctx:    decrypt.NoteContext{ChainID: n.chainID, Reference: t.id, Readers: readers},
+			ctx:    decrypt.NoteContext{ChainID: n.chainID, Reference: t.id, Asset: t.asset, Readers: readers},
 			amount: t.units,
 			memo:   t.memo,
 		})

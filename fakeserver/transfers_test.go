@@ -105,7 +105,7 @@ func cOpenNote(t testing.TB, k *decrypt.PrivateKey, tr *confpay.Transfer) *decry
 	if strings.HasPrefix(tr.TransferID, "tr_") && tr.TxHash == "" {
 		t.Fatal("no tx hash")
 	}
-	n, err := decrypt.OpenNote(k, decrypt.NoteContext{ChainID: chain, Reference: tr.TransferID, Readers: readers}, b)
+	n, err := decrypt.OpenNote(k, decrypt.NoteContext{ChainID: chain, Reference: tr.TransferID, Asset: tr.Asset, Readers: readers}, b)
 	if err != nil {
 		t.Fatalf("OpenNote: %v", err)
 	}

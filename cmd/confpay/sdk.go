@@ -41,7 +41,7 @@ func openTransfer(c *confpay.Client, key *decrypt.PrivateKey, t *confpay.Transfe
 	if err != nil {
 		return opened{}, err
 	}
-	return noteContent(n, t.Asset)
+	return noteContent(n)
 }
 
 // openTransaction opens a held agent payment's note (sealed to the owner).
@@ -53,11 +53,13 @@ func openTransaction(c *confpay.Client, key *decrypt.PrivateKey, t *confpay.Agen
 	if err != nil {
 		return opened{}, err
 	}
-	return noteContent(n, t.Asset)
+	return noteContent(n)
 }
 
-func noteContent(n *decrypt.Note, asset string) (opened, error) {
-	amt, err := confpay.NoteAmount(n, asset)
+// noteContent reads an opened note in the decimals of the asset it
+// authenticates.
+func noteContent(n *decrypt.Note) (opened, error) {
+	amt, err := confpay.NoteAmount(n)
 	if err != nil {
 		return opened{}, err
 	}

@@ -120,7 +120,7 @@ func run(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		amount, err := confpay.NoteAmount(note, p.Asset)
+		amount, err := confpay.NoteAmount(note)
 		if err != nil {
 			return err
 		}

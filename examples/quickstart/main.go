@@ -166,7 +166,7 @@ func showNote(ctx context.Context, out io.Writer, p party, id string) error {
 	if err != nil {
 		return err
 	}
-	amount, err := confpay.NoteAmount(note, t.Asset)
+	amount, err := confpay.NoteAmount(note)
 	if err != nil {
 		return err
 	}
