@@ -118,3 +118,21 @@ func ExampleSign() {
 	fmt.Println(webhookverify.Sign("whsec_example", []byte(`{"event":"transfer.confirmed"}`)))
 	// Output: c60c3f34db13b4059b0b15621ed43bb2f64652d359a7afa744dea1beaafce07b
 }
+
+// A receiver that verifies many deliveries keys the HMAC once: build a
+// Verifier at start (with the new secret first during a rotation) and share
+// it between requests.
+func ExampleNewVerifier() {
+	v, err := webhookverify.NewVerifier(secret, "whsec_previous_secret_kept_for_24h")
+	if err != nil {
+		panic(err) // an empty secret: a configuration mistake
+	}
+	body := []byte(confirmedBody)
+	fmt.Println(v.Verify(body, webhookverify.Sign(secret, body)))
+	fmt.Println(errors.Is(v.Verify(body, webhookverify.Sign("whsec_forged", body)), webhookverify.ErrSignatureMismatch))
+	fmt.Println(v) // never prints a secret
+	// Output:
+	// <nil>
+	// true
+	// webhookverify.Verifier{Secrets: [2 redacted]}
+}

@@ -89,18 +89,18 @@ func Handler(opts HandlerOptions, next func(w http.ResponseWriter, r *http.Reque
 	if len(opts.Secrets) == 0 {
 		panic("webhookverify: Handler: no secrets in HandlerOptions")
 	}
-	h := &handler{
-		keys:  make([]macKey, len(opts.Secrets)),
-		max:   opts.MaxBodyBytes,
-		store: opts.Store,
-		log:   opts.ErrorLog,
-		next:  next,
-	}
 	for i, s := range opts.Secrets {
 		if s == "" {
 			panic(fmt.Sprintf("webhookverify: Handler: HandlerOptions.Secrets[%d] is empty", i))
 		}
-		h.keys[i].init(s)
+	}
+	v, _ := NewVerifier(opts.Secrets...) // the secrets were checked above
+	h := &handler{
+		v:     v,
+		max:   opts.MaxBodyBytes,
+		store: opts.Store,
+		log:   opts.ErrorLog,
+		next:  next,
 	}
 	if h.max <= 0 {
 		h.max = DefaultMaxBodyBytes
@@ -109,7 +109,7 @@ func Handler(opts HandlerOptions, next func(w http.ResponseWriter, r *http.Reque
 }
 
 type handler struct {
-	keys  []macKey // derived from the secrets; never printed (see Format)
+	v     *Verifier // keyed once from the secrets; never printed (see Format)
 	max   int64
 	store SeenStore
 	log   *slog.Logger
@@ -118,7 +118,7 @@ type handler struct {
 
 // String describes the handler without its keys.
 func (h *handler) String() string {
-	return fmt.Sprintf("webhookverify.Handler{Secrets: [%d redacted], MaxBodyBytes: %d}", len(h.keys), h.max)
+	return fmt.Sprintf("webhookverify.Handler{Secrets: [%d redacted], MaxBodyBytes: %d}", len(h.v.keys), h.max)
 }
 
 // GoString is String.
@@ -231,18 +231,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 }
 
 // verify is VerifyAny with the keys derived once in Handler.
-func (h *handler) verify(body []byte, header string) error {
-	got, err := parseSignature(header)
-	if err != nil {
-		return err
-	}
-	for i := range h.keys {
-		if h.keys[i].verify(body, &got) {
-			return nil
-		}
-	}
-	return ErrSignatureMismatch
-}
+func (h *handler) verify(body []byte, header string) error { return h.v.Verify(body, header) }
 
 // reject answers with the bare status text and logs the reason.
 func (h *handler) reject(w http.ResponseWriter, r *http.Request, code int, reason string) {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 )
 
 // Header names carried by every delivery.
@@ -40,9 +42,8 @@ var (
 )
 
 const (
-	blockSize = sha256.BlockSize // 64
-	macSize   = sha256.Size      // 32
-	hexSize   = 2 * macSize      // 64
+	macSize = sha256.Size // 32
+	hexSize = 2 * macSize // 64
 )
 
 // Sign returns the signature header value the service sends for body: the
@@ -51,11 +52,9 @@ const (
 // Sign computes a MAC for any secret, even the empty one, which Verify
 // refuses.
 func Sign(secret string, body []byte) string {
-	var k macKey
-	k.init(secret)
-	mac := k.sum(body)
-	k.clear()
-	return hex.EncodeToString(mac[:])
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Verify checks that signatureHeader is the HMAC-SHA256 of body under
@@ -71,22 +70,12 @@ func Sign(secret string, body []byte) string {
 // signatures, is malformed.
 //
 // body must be the exact bytes received, before any JSON decoding.
+//
+// Verify keys a fresh HMAC for each call. A receiver that verifies many
+// deliveries should build a Verifier once (Handler does): it keys the HMAC
+// once per secret and verifies with no allocation.
 func Verify(secret string, body []byte, signatureHeader string) error {
-	if secret == "" {
-		return ErrNoSecret
-	}
-	got, err := parseSignature(signatureHeader)
-	if err != nil {
-		return err
-	}
-	var k macKey
-	k.init(secret)
-	want := k.sum(body)
-	k.clear()
-	if !hmac.Equal(got[:], want[:]) {
-		return ErrSignatureMismatch
-	}
-	return nil
+	return VerifyAny([]string{secret}, body, signatureHeader)
 }
 
 // VerifyAny is Verify for secret rotation: it succeeds if any of secrets
@@ -95,6 +84,26 @@ func Verify(secret string, body []byte, signatureHeader string) error {
 // can no longer arrive (the service retries for up to 24 hours). An empty
 // list, or any empty secret in it, yields ErrNoSecret.
 func VerifyAny(secrets []string, body []byte, signatureHeader string) error {
+	if err := checkSecrets(secrets); err != nil {
+		return err
+	}
+	got, err := parseSignature(signatureHeader)
+	if err != nil {
+		return err
+	}
+	var sum [macSize]byte
+	for _, s := range secrets {
+		m := hmac.New(sha256.New, []byte(s))
+		m.Write(body)
+		if hmac.Equal(m.Sum(sum[:0]), got[:]) {
+			return nil
+		}
+	}
+	return ErrSignatureMismatch
+}
+
+// checkSecrets refuses an empty list and an empty secret.
+func checkSecrets(secrets []string) error {
 	if len(secrets) == 0 {
 		return ErrNoSecret
 	}
@@ -103,21 +112,55 @@ func VerifyAny(secrets []string, body []byte, signatureHeader string) error {
 			return ErrNoSecret
 		}
 	}
+	return nil
+}
+
+// Verifier verifies signatures against a fixed set of secrets, with an
+// HMAC keyed once per secret (crypto/hmac, Reset per message): no
+// allocation per verification. It is safe for concurrent use. Build it
+// once with NewVerifier; it never prints its secrets.
+type Verifier struct {
+	keys []*macKey
+}
+
+// NewVerifier returns a Verifier for secrets (the current one first during
+// a rotation, as VerifyAny takes them). It fails with ErrNoSecret for an
+// empty list or an empty secret.
+func NewVerifier(secrets ...string) (*Verifier, error) {
+	if err := checkSecrets(secrets); err != nil {
+		return nil, err
+	}
+	v := &Verifier{keys: make([]*macKey, len(secrets))}
+	for i, s := range secrets {
+		v.keys[i] = newMACKey(s)
+	}
+	return v, nil
+}
+
+// Verify is the package's VerifyAny with the Verifier's secrets.
+func (v *Verifier) Verify(body []byte, signatureHeader string) error {
 	got, err := parseSignature(signatureHeader)
 	if err != nil {
 		return err
 	}
-	var k macKey
-	for _, s := range secrets {
-		k.init(s)
-		ok := k.verify(body, &got)
-		k.clear()
-		if ok {
+	for _, k := range v.keys {
+		if k.verify(body, &got) {
 			return nil
 		}
 	}
 	return ErrSignatureMismatch
 }
+
+// String describes the verifier without its secrets.
+func (v *Verifier) String() string {
+	return fmt.Sprintf("webhookverify.Verifier{Secrets: [%d redacted]}", len(v.keys))
+}
+
+// GoString is String.
+func (v *Verifier) GoString() string { return v.String() }
+
+// Format prints String for every verb.
+func (v *Verifier) Format(f fmt.State, _ rune) { _, _ = fmt.Fprint(f, v.String()) }
 
 // parseSignature trims surrounding spaces and tabs and decodes exactly 64
 // hexadecimal digits of either case. The error never echoes the header.
@@ -157,54 +200,33 @@ func fromHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// macKey is an HMAC-SHA256 key (RFC 2104) expanded into its inner and outer
-// pad blocks. HMAC(K, m) = SHA256(K^opad || SHA256(K^ipad || m)).
-//
-// It is computed here rather than through crypto/hmac.New because that
-// allocates five objects per call; the result is tested byte for byte
-// against crypto/hmac.
+// macKey is one secret's HMAC-SHA256 (crypto/hmac), keyed once: a pool of
+// keyed states, each Reset before a message, so that concurrent
+// verifications share no state and allocate nothing.
 type macKey struct {
-	ipad, opad [blockSize]byte
+	pool sync.Pool // of *macState
 }
 
-// init derives the pad blocks from secret.
-func (k *macKey) init(secret string) {
-	var k0 [blockSize]byte
-	if len(secret) > blockSize {
-		// Keys longer than a block are hashed first (RFC 2104 section 2).
-		sum := sha256.Sum256([]byte(secret))
-		copy(k0[:], sum[:])
-	} else {
-		copy(k0[:], secret)
-	}
-	for i := range k0 {
-		k.ipad[i] = k0[i] ^ 0x36
-		k.opad[i] = k0[i] ^ 0x5c
-	}
-	clear(k0[:])
+// macState is one keyed HMAC and the buffer its sum is written to.
+type macState struct {
+	h   hash.Hash
+	sum [macSize]byte
 }
 
-// sum returns HMAC-SHA256(key, body).
-func (k *macKey) sum(body []byte) [macSize]byte {
-	h := sha256.New()
-	h.Write(k.ipad[:])
-	h.Write(body)
-	var outer [blockSize + macSize]byte
-	copy(outer[:], k.opad[:])
-	h.Sum(outer[:blockSize])
-	mac := sha256.Sum256(outer[:])
-	clear(outer[:])
-	return mac
+func newMACKey(secret string) *macKey {
+	key := []byte(secret)
+	k := &macKey{}
+	k.pool.New = func() any { return &macState{h: hmac.New(sha256.New, key)} }
+	return k
 }
 
 // verify reports, in constant time, whether mac is HMAC-SHA256(key, body).
 func (k *macKey) verify(body []byte, mac *[macSize]byte) bool {
-	want := k.sum(body)
-	return hmac.Equal(want[:], mac[:])
-}
-
-// clear wipes the key material.
-func (k *macKey) clear() {
-	clear(k.ipad[:])
-	clear(k.opad[:])
+	st := k.pool.Get().(*macState)
+	st.h.Reset()
+	st.h.Write(body)
+	ok := hmac.Equal(st.h.Sum(st.sum[:0]), mac[:])
+	clear(st.sum[:])
+	k.pool.Put(st)
+	return ok
 }
