@@ -72,11 +72,6 @@ func addLPString(b *cryptobyte.Builder, s string) {
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
 }
 
-// addLP adds lp(x).
-func addLP(b *cryptobyte.Builder, x []byte) {
-	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(x) })
-}
-
 // appendU16 appends v big-endian.
 func appendU16(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
 
