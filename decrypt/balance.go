@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // Account is the account a balance or proof is about. Every ciphertext and
@@ -158,15 +160,16 @@ func openBalance(acct Account, asset string, version uint64, ct []byte, sb *[poi
 // balanceTH computes th = H(ctx ∥ P(R)) with
 // ctx = lp("cpay/v1/balance-ctx") ∥ u64 chain ∥ addr ∥ lp(asset) ∥ u64 version ∥ P(EK).
 func balanceTH(acct Account, asset string, version uint64, rb *[pointLen]byte) [32]byte {
-	buf := make([]byte, 0, 2+len(tagBalanceCtx)+8+20+2+len(asset)+8+2*pointLen)
-	buf = appendLPString(buf, tagBalanceCtx)
-	buf = appendU64(buf, acct.ChainID)
-	buf = append(buf, acct.Address[:]...)
-	buf = appendLPString(buf, asset)
-	buf = appendU64(buf, version)
-	buf = append(buf, acct.Key.b[:]...)
-	buf = append(buf, rb[:]...)
-	return sha256.Sum256(buf)
+	var buf [2 + len(tagBalanceCtx) + 8 + 20 + 2 + maxAsset + 8 + 2*pointLen]byte
+	b := cryptobyte.NewBuilder(buf[:0]) // grows past buf only if a caller skipped validation
+	addLPString(b, tagBalanceCtx)
+	b.AddUint64(acct.ChainID)
+	b.AddBytes(acct.Address[:])
+	addLPString(b, asset)
+	b.AddUint64(version)
+	b.AddBytes(acct.Key.b[:])
+	b.AddBytes(rb[:])
+	return sha256.Sum256(b.BytesOrPanic())
 }
 
 // deriveAEAD computes key ∥ nonce = HKDF-SHA256(ikm, salt, info = tag ∥ ctx,

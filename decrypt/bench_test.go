@@ -182,3 +182,16 @@ func BenchmarkMulSecretPureGo(b *testing.B) {
 		ctScalarMult(&k, &generator)
 	}
 }
+
+// BenchmarkParseProofShape4 parses a four-asset proof without curve work:
+// the part of verification that reads the binary format.
+func BenchmarkParseProofShape4(b *testing.B) {
+	f := newFixture(b)
+	proof := mustProve(b, f, fourBalances(b, f))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseProofShape(proof); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package decrypt
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"math/big"
 
@@ -71,18 +70,6 @@ const (
 func addLPString(b *cryptobyte.Builder, s string) {
 	b.AddUint16LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes([]byte(s)) })
 }
-
-// appendU16 appends v big-endian.
-func appendU16(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
-
-// appendU64 appends v big-endian.
-func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
-
-// appendLP appends lp(x) = u16(len x) ∥ x. Callers keep len(x) ≤ 65535.
-func appendLP(b, x []byte) []byte { return append(appendU16(b, len(x)), x...) }
-
-// appendLPString appends lp(s).
-func appendLPString(b []byte, s string) []byte { return append(appendU16(b, len(s)), s...) }
 
 // validAsset reports whether s is an acceptable asset code: 1 to 64 bytes of
 // printable ASCII without spaces. The design leaves the alphabet open; codes

@@ -123,3 +123,12 @@ func offCurve(t testing.TB) []byte {
 		}
 	}
 }
+
+// appendU16 appends v big-endian (tests build malformed inputs by hand).
+func appendU16(b []byte, v int) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+
+// appendU64 appends v big-endian.
+func appendU64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+// appendLPString appends lp(s) = u16(len s) ∥ s.
+func appendLPString(b []byte, s string) []byte { return append(appendU16(b, len(s)), s...) }

@@ -4,6 +4,7 @@ import (
 	"crypto/hkdf"
 	cryptorand "crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -64,7 +65,7 @@ func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) 
 		return nil, fmt.Errorf("%w: seed is %d bytes, want at least %d", ErrMalformed, len(seed), minSeedLen)
 	}
 	info := make([]byte, 0, 8+20+4)
-	info = appendU64(info, chainID)
+	info = binary.BigEndian.AppendUint64(info, chainID)
 	info = append(info, addr[:]...)
 	for ctr := uint64(0); ctr <= math.MaxUint32; ctr++ {
 		in := append(info[:28:28], byte(ctr>>24), byte(ctr>>16), byte(ctr>>8), byte(ctr))

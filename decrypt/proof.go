@@ -2,7 +2,6 @@ package decrypt
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"math/big"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 const redactedProof = "decrypt.Proof(REDACTED)"
@@ -83,29 +84,25 @@ func parseProofShape(b []byte) (*Proof, error) {
 	bad := func(format string, args ...any) (*Proof, error) {
 		return nil, fmt.Errorf("%w: proof: "+format, append([]any{ErrMalformed}, args...)...)
 	}
-	if len(b) < 2 {
+	in := cryptobyte.String(b)
+	var suite, m8 uint8
+	if !in.ReadUint8(&suite) || !in.ReadUint8(&m8) {
 		return bad("%d bytes, too short", len(b))
 	}
-	if b[0] != Suite {
+	if suite != Suite {
 		return bad("suite byte is not 0x01")
 	}
-	m := int(b[1])
+	m := int(m8)
 	if m < 1 || m > maxProofAssets {
 		return bad("covers %d assets, want 1 to %d", m, maxProofAssets)
 	}
 	p := &Proof{entries: make([]proofEntry, m)}
-	off := 2
 	for i := range m {
-		if len(b)-off < 2 {
-			return bad("entry %d: truncated asset length", i)
-		}
-		n := int(binary.BigEndian.Uint16(b[off:]))
-		off += 2
-		if len(b)-off < n {
+		var assetBytes cryptobyte.String
+		if !in.ReadUint16LengthPrefixed(&assetBytes) {
 			return bad("entry %d: truncated asset", i)
 		}
-		asset := string(b[off : off+n])
-		off += n
+		asset := string(assetBytes)
 		if !validAsset(asset) {
 			return bad("entry %d: asset code must be 1 to %d printable ASCII bytes without spaces", i, maxAsset)
 		}
@@ -114,29 +111,27 @@ func parseProofShape(b []byte) (*Proof, error) {
 				return bad("entry %d: asset %s appears twice", i, asset)
 			}
 		}
-		if len(b)-off < 8+pointLen {
+		var sBytes []byte
+		if !in.ReadUint64(&p.entries[i].version) || !in.ReadBytes(&sBytes, pointLen) {
 			return bad("entry %d (%s): truncated", i, asset)
 		}
 		p.entries[i].asset = asset
-		p.entries[i].version = binary.BigEndian.Uint64(b[off:])
-		off += 8
-		if !checkPointPrefix(b[off : off+pointLen]) {
+		if !checkPointPrefix(sBytes) {
 			return bad("entry %d (%s): S prefix must be 02 or 03 (compressed form only)", i, asset)
 		}
-		copy(p.entries[i].s[:], b[off:off+pointLen])
-		off += pointLen
+		copy(p.entries[i].s[:], sBytes)
 	}
-	switch rest := len(b) - off; {
-	case rest < 2*scalarLen:
+	var cb, zb []byte
+	if !in.ReadBytes(&cb, scalarLen) || !in.ReadBytes(&zb, scalarLen) {
 		return bad("truncated c and z")
-	case rest > 2*scalarLen:
-		return bad("%d trailing bytes", rest-2*scalarLen)
 	}
-	if p.c.SetBytes((*[32]byte)(b[off:off+scalarLen])) != 0 {
+	if !in.Empty() {
+		return bad("%d trailing bytes", len(in))
+	}
+	if p.c.SetBytes((*[32]byte)(cb)) != 0 {
 		return bad("c is not below the group order")
 	}
-	off += scalarLen
-	if p.z.SetBytes((*[32]byte)(b[off:off+scalarLen])) != 0 {
+	if p.z.SetBytes((*[32]byte)(zb)) != 0 {
 		return bad("z is not below the group order")
 	}
 	p.raw = b // ParseProof copies; Verify does not keep p
@@ -235,18 +230,19 @@ func buildProof(rand io.Reader, k *PrivateKey, acct Account, balances []Balance,
 	z.Mul2(&c, &k.s).Add(w)
 	defer z.Zero()
 
-	proof := make([]byte, 0, proofLen(balances))
-	proof = append(proof, Suite, byte(m))
+	out := cryptobyte.NewFixedBuilder(make([]byte, 0, proofLen(balances)))
+	out.AddUint8(Suite)
+	out.AddUint8(uint8(m))
 	for i, b := range balances {
-		proof = appendLPString(proof, b.Asset)
-		proof = appendU64(proof, b.Version)
-		proof = append(proof, ss[i][:]...)
+		addLPString(out, b.Asset)
+		out.AddUint64(b.Version)
+		out.AddBytes(ss[i][:])
 	}
 	cb, zb := c.Bytes(), z.Bytes()
-	proof = append(proof, cb[:]...)
-	proof = append(proof, zb[:]...)
+	out.AddBytes(cb[:])
+	out.AddBytes(zb[:])
 	clear(zb[:])
-	return proof, nil
+	return out.BytesOrPanic(), nil
 }
 
 func proofLen(balances []Balance) int {
@@ -263,20 +259,21 @@ func proofLen(balances []Balance) int {
 //	         Σ_i [lp(asset_i) ∥ u64 version_i ∥ lp(ciphertext_i) ∥ P(S_i)])
 func proofStatement(acct Account, balances []Balance, ss [][pointLen]byte) [32]byte {
 	h := sha256.New()
-	buf := make([]byte, 0, 2+len(tagDecryptProof)+8+20+pointLen+1)
-	buf = appendLPString(buf, tagDecryptProof)
-	buf = appendU64(buf, acct.ChainID)
-	buf = append(buf, acct.Address[:]...)
-	buf = append(buf, acct.Key.b[:]...)
-	buf = append(buf, byte(len(balances)))
-	h.Write(buf)
-	for i, b := range balances {
-		buf = buf[:0]
-		buf = appendLPString(buf, b.Asset)
-		buf = appendU64(buf, b.Version)
-		buf = appendLP(buf, b.Ciphertext)
-		buf = append(buf, ss[i][:]...)
-		h.Write(buf)
+	b := cryptobyte.NewBuilder(make([]byte, 0, 2+len(tagDecryptProof)+8+20+pointLen+1))
+	addLPString(b, tagDecryptProof)
+	b.AddUint64(acct.ChainID)
+	b.AddBytes(acct.Address[:])
+	b.AddBytes(acct.Key.b[:])
+	b.AddUint8(uint8(len(balances)))
+	h.Write(b.BytesOrPanic())
+	var buf [2 + maxAsset + 8 + 2 + ciphertextLen + pointLen]byte
+	for i, bal := range balances {
+		e := cryptobyte.NewBuilder(buf[:0])
+		addLPString(e, bal.Asset)
+		e.AddUint64(bal.Version)
+		e.AddUint16LengthPrefixed(func(e *cryptobyte.Builder) { e.AddBytes(bal.Ciphertext) })
+		e.AddBytes(ss[i][:])
+		h.Write(e.BytesOrPanic())
 	}
 	var out [32]byte
 	h.Sum(out[:0])
