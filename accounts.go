@@ -94,12 +94,3 @@ func (s *AccountsService) Me(ctx context.Context, opts ...CallOption) (*Account,
 	return &a, nil
 }
 
-// ListAgents returns every agent under the authenticated account
-// (GET /v1/accounts/me/agents). It is the same call as Agents.List.
-func (s *AccountsService) ListAgents(ctx context.Context, opts ...CallOption) ([]*Agent, error) {
-	var l AgentList
-	if err := s.client.do(ctx, http.MethodGet, "/v1/accounts/me/agents", "", nil, &l, opts); err != nil {
-		return nil, err
-	}
-	return l.Agents, nil
-}

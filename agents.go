@@ -167,9 +167,13 @@ type PendingList struct {
 }
 
 // List returns every agent under the authenticated account
-// (GET /v1/accounts/me/agents). It is the same call as Accounts.ListAgents.
+// (GET /v1/accounts/me/agents): the one way to list agents.
 func (s *AgentsService) List(ctx context.Context, opts ...CallOption) ([]*Agent, error) {
-	return (*AccountsService)(s).ListAgents(ctx, opts...)
+	var l AgentList
+	if err := s.client.do(ctx, http.MethodGet, "/v1/accounts/me/agents", "", nil, &l, opts); err != nil {
+		return nil, err
+	}
+	return l.Agents, nil
 }
 
 // Create makes an agent account under the authenticated account

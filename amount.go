@@ -134,6 +134,33 @@ func (d decimal) cmp(e decimal) int {
 	return strings.Compare(df, ef) // canonical fractions compare as text
 }
 
+// scaled returns d as an integer count of 10^-places and places, the
+// number of its fractional digits.
+func (d decimal) scaled() (*big.Int, int) {
+	_, frac, _ := strings.Cut(string(d.orZero()), ".")
+	u, _ := d.orZero().units(len(frac)) // a canonical decimal always fits its own places
+	return u, len(frac)
+}
+
+// addDecimals returns d + sign·e exactly, and false when the result would
+// be negative.
+func addDecimals(d, e decimal, sign int) (decimal, bool) {
+	x, px := d.scaled()
+	y, py := e.scaled()
+	places := max(px, py)
+	ten := big.NewInt(10)
+	x.Mul(x, new(big.Int).Exp(ten, big.NewInt(int64(places-px)), nil))
+	y.Mul(y, new(big.Int).Exp(ten, big.NewInt(int64(places-py)), nil))
+	if sign < 0 {
+		y.Neg(y)
+	}
+	x.Add(x, y)
+	if x.Sign() < 0 {
+		return "", false
+	}
+	return decimalFromUnits(x, places), true
+}
+
 func (d decimal) orZero() decimal {
 	if d == "" {
 		return "0"
@@ -188,6 +215,36 @@ func (a Amount) IsZero() bool { return a.d.orZero() == "0" }
 
 // Cmp compares a and b numerically: -1, 0 or +1.
 func (a Amount) Cmp(b Amount) int { return a.d.cmp(b.d) }
+
+// Add returns a + b, exactly.
+func (a Amount) Add(b Amount) Amount {
+	d, _ := addDecimals(a.d, b.d, 1)
+	return Amount{d}
+}
+
+// Sub returns a − b, exactly, or an error when b is greater than a
+// (amounts are never negative).
+func (a Amount) Sub(b Amount) (Amount, error) {
+	d, ok := addDecimals(a.d, b.d, -1)
+	if !ok {
+		return Amount{}, errors.New("confpay: amount subtraction would be negative")
+	}
+	return Amount{d}, nil
+}
+
+// MarshalText returns the canonical decimal text, so that an Amount works
+// as a map key, in flag.TextVar and in YAML or TOML.
+func (a Amount) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText parses text as ParseAmount does.
+func (a *Amount) UnmarshalText(text []byte) error {
+	v, err := ParseAmount(string(text))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
 
 // Units returns the amount as an integer count of the asset's smallest unit,
 // or an error when it carries more than decimals fractional digits.
@@ -264,6 +321,36 @@ func (l Limit) String() string { return string(l.d.orZero()) }
 
 // Cmp compares l and m numerically.
 func (l Limit) Cmp(m Limit) int { return l.d.cmp(m.d) }
+
+// Add returns l + m, exactly.
+func (l Limit) Add(m Limit) Limit {
+	d, _ := addDecimals(l.d, m.d, 1)
+	return Limit{d}
+}
+
+// Sub returns l − m, exactly, or an error when m is greater than l (limits
+// are never negative).
+func (l Limit) Sub(m Limit) (Limit, error) {
+	d, ok := addDecimals(l.d, m.d, -1)
+	if !ok {
+		return Limit{}, errors.New("confpay: limit subtraction would be negative")
+	}
+	return Limit{d}, nil
+}
+
+// MarshalText returns the canonical decimal text, so that a Limit works as
+// a map key, in flag.TextVar and in YAML or TOML.
+func (l Limit) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText parses text as ParseLimit does.
+func (l *Limit) UnmarshalText(text []byte) error {
+	v, err := ParseLimit(string(text))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
 
 // IsZero reports whether the limit is numerically zero.
 func (l Limit) IsZero() bool { return l.d.orZero() == "0" }

@@ -3,6 +3,8 @@ package confpay
 import (
 	"encoding/json"
 	"errors"
+	"flag"
+	"io"
 	"math/big"
 	"regexp"
 	"strings"
@@ -271,5 +273,105 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Fatalf("APIError %+v", e)
 		}
 		_ = e.Error()
+	})
+}
+
+func TestAmountArithmetic(t *testing.T) {
+	for _, tc := range []struct{ a, b, sum, diff string }{
+		{"1", "2", "3", ""},
+		{"12.5", "0.000001", "12.500001", "12.499999"},
+		{"0.1", "0.2", "0.3", ""},
+		{"1.000000000000000001", "1", "2.000000000000000001", "0.000000000000000001"},
+		{"100", "100", "200", "0"},
+		{"0", "0.5", "0.5", ""},
+	} {
+		a, b := MustParseAmount(tc.a), MustParseAmount(tc.b)
+		if got := a.Add(b).String(); got != tc.sum {
+			t.Errorf("%s + %s = %s, want %s", tc.a, tc.b, got, tc.sum)
+		}
+		d, err := a.Sub(b)
+		switch {
+		case tc.diff == "" && err == nil:
+			t.Errorf("%s - %s = %s, want an error (negative)", tc.a, tc.b, d)
+		case tc.diff != "" && (err != nil || d.String() != tc.diff):
+			t.Errorf("%s - %s = %s, %v; want %s", tc.a, tc.b, d, err, tc.diff)
+		}
+		if a.Add(b).Cmp(a) < 0 {
+			t.Errorf("%s + %s compares below %s", tc.a, tc.b, tc.a)
+		}
+	}
+	l := MustParseLimit("500").Add(MustParseLimit("0.000001"))
+	if l.String() != "500.000001" {
+		t.Errorf("limit sum %s", l)
+	}
+	if _, err := MustParseLimit("1").Sub(MustParseLimit("1.5")); err == nil {
+		t.Error("negative limit difference accepted")
+	}
+	if d, err := MustParseLimit("1.5").Sub(MustParseLimit("0.5")); err != nil || d.String() != "1" || d.Cmp(MustParseLimit("1")) != 0 {
+		t.Errorf("limit difference %s, %v", d, err)
+	}
+}
+
+func TestAmountAndLimitAsText(t *testing.T) {
+	// Map keys in JSON use MarshalText / UnmarshalText.
+	in := map[Amount]string{MustParseAmount("12.50"): "a", MustParseAmount("0.000001"): "b"}
+	b, err := json.Marshal(in)
+	if err != nil || string(b) != `{"0.000001":"b","12.5":"a"}` {
+		t.Fatalf("marshal map: %s, %v", b, err)
+	}
+	var out map[Amount]string
+	if err := json.Unmarshal(b, &out); err != nil || out[MustParseAmount("12.5")] != "a" {
+		t.Fatalf("unmarshal map: %v, %v", out, err)
+	}
+	if err := json.Unmarshal([]byte(`{"1e3":"x"}`), &out); err == nil {
+		t.Error("a map key in exponent notation accepted")
+	}
+	// Flags.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var amt Amount
+	var lim Limit
+	fs.TextVar(&amt, "amount", MustParseAmount("1"), "")
+	fs.TextVar(&lim, "limit", MustParseLimit("0"), "")
+	if err := fs.Parse([]string{"-amount", "7.25", "-limit", "100.5"}); err != nil || amt.String() != "7.25" || lim.String() != "100.5" {
+		t.Fatalf("flags: %s %s %v", amt, lim, err)
+	}
+	if err := fs.Parse([]string{"-limit", "1.0000001"}); err == nil {
+		t.Error("a limit with 7 decimals accepted by the flag")
+	}
+	if err := fs.Parse([]string{"-amount", "-1"}); err == nil {
+		t.Error("a negative amount accepted by the flag")
+	}
+}
+
+// FuzzAmountArithmetic: Add and Sub agree with exact rational arithmetic.
+func FuzzAmountArithmetic(f *testing.F) {
+	f.Add("12.5", "0.000001")
+	f.Add("0", "0")
+	f.Add("1.000000000000000001", "999999999999.9")
+	f.Fuzz(func(t *testing.T, x, y string) {
+		a, err1 := ParseAmount(x)
+		b, err2 := ParseAmount(y)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		ra, _ := new(big.Rat).SetString(a.String())
+		rb, _ := new(big.Rat).SetString(b.String())
+		sum, _ := new(big.Rat).SetString(a.Add(b).String())
+		if sum.Cmp(new(big.Rat).Add(ra, rb)) != 0 {
+			t.Fatalf("%s + %s = %s", a, b, a.Add(b))
+		}
+		d, err := a.Sub(b)
+		want := new(big.Rat).Sub(ra, rb)
+		if want.Sign() < 0 {
+			if err == nil {
+				t.Fatalf("%s - %s = %s, want an error", a, b, d)
+			}
+			return
+		}
+		got, _ := new(big.Rat).SetString(d.String())
+		if err != nil || got.Cmp(want) != 0 {
+			t.Fatalf("%s - %s = %s, %v", a, b, d, err)
+		}
 	})
 }

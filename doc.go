@@ -15,8 +15,8 @@
 //		Amount: confpay.MustParseAmount("12.50"),
 //	})
 //
-// The services are Client.Accounts (Me, Balances, ReadBalances,
-// ListAgents), Client.Transfers (Create, Get, List, All), Client.Agents
+// The services are Client.Accounts (Me, Balances, ReadBalances),
+// Client.Transfers (Create, Get, List, All), Client.Agents
 // (List, Create, GetPolicy, UpdatePolicy, ListPending, Approve, Reject) and
 // Client.Webhooks (Create, List, Delete, Replay, Deliveries).
 //

@@ -110,14 +110,6 @@ func endpointCases() []endpointCase {
 			},
 		},
 		{
-			name: "Accounts.ListAgents",
-			call: func(ctx context.Context, c *Client, o []CallOption) (any, error) {
-				return c.Accounts.ListAgents(ctx, o...)
-			},
-			method: "GET", path: "/v1/accounts/me/agents", status: 200, answer: "agents.json",
-			want: goldenAgents,
-		},
-		{
 			name:   "Agents.List",
 			call:   func(ctx context.Context, c *Client, o []CallOption) (any, error) { return c.Agents.List(ctx, o...) },
 			method: "GET", path: "/v1/accounts/me/agents", status: 200, answer: "agents.json",
