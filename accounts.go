@@ -93,4 +93,3 @@ func (s *AccountsService) Me(ctx context.Context, opts ...CallOption) (*Account,
 	}
 	return &a, nil
 }
-
