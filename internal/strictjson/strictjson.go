@@ -61,7 +61,7 @@ func Decode(body []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
 		panic("strictjson: Decode needs a non-nil pointer to a struct")
 	}
-	body = bytes.TrimSpace(body)
+	body = trimJSONSpace(body)
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
@@ -76,7 +76,7 @@ func Decode(body []byte, v any) error {
 // the documented member names: any other name is refused, and so is a
 // name given twice, at any depth.
 func Members(body []byte, names []string) (map[string]json.RawMessage, error) {
-	body = bytes.TrimSpace(body)
+	body = trimJSONSpace(body)
 	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return nil, errBody
 	}
@@ -95,6 +95,13 @@ func Members(body []byte, names []string) (map[string]json.RawMessage, error) {
 		out[m.name] = m.raw
 	}
 	return out, nil
+}
+
+// trimJSONSpace trims the white space JSON allows around a value (space,
+// tab, line feed, carriage return) and nothing else: bytes.TrimSpace would
+// also drop a vertical tab or a form feed, which JSON refuses.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\n\r")
 }
 
 // member is one member of an object as sent.

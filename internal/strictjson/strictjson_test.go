@@ -148,3 +148,21 @@ func reference(body []byte, v any) error {
 	dec.UseNumber()
 	return dec.Decode(v)
 }
+
+// TestOnlyJSONWhiteSpace: a body wrapped in a vertical tab or a form feed
+// is not JSON, so it is refused (bytes.TrimSpace would have let it in).
+func TestOnlyJSONWhiteSpace(t *testing.T) {
+	for _, body := range []string{"\v{}", "{}\f", "\u00a0{}"} {
+		var v target
+		if err := Decode([]byte(body), &v); err == nil {
+			t.Errorf("Decode(%q) accepted", body)
+		}
+		if _, err := Members([]byte(body), nil); err == nil {
+			t.Errorf("Members(%q) accepted", body)
+		}
+	}
+	var v target
+	if err := Decode([]byte(" \t\r\n{}\n"), &v); err != nil {
+		t.Errorf("JSON white space refused: %v", err)
+	}
+}
