@@ -67,9 +67,20 @@ func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) 
 	info := make([]byte, 0, 8+20+4)
 	info = binary.BigEndian.AppendUint64(info, chainID)
 	info = append(info, addr[:]...)
+	info = append(info, 0, 0, 0, 0)
+	return firstScalar(func(ctr uint32) ([]byte, error) {
+		binary.BigEndian.PutUint32(info[28:], ctr)
+		return hkdf.Key(sha256.New, seed, []byte(tagEncKey), string(info), scalarLen)
+	})
+}
+
+// firstScalar returns the key made from the first candidate(ctr), for ctr
+// = 0, 1, …, 2^32 − 1, that is a scalar in [1, n). Every u32 counter may be
+// tried; only if all failed (each fails with probability below 2^-127) does
+// it return an error.
+func firstScalar(candidate func(ctr uint32) ([]byte, error)) (*PrivateKey, error) {
 	for ctr := uint64(0); ctr <= math.MaxUint32; ctr++ {
-		in := append(info[:28:28], byte(ctr>>24), byte(ctr>>16), byte(ctr>>8), byte(ctr))
-		okm, err := hkdf.Key(sha256.New, seed, []byte(tagEncKey), string(in), scalarLen)
+		okm, err := candidate(uint32(ctr))
 		if err != nil {
 			return nil, fmt.Errorf("decrypt: deriving key: %w", err)
 		}
@@ -82,7 +93,6 @@ func DeriveKey(seed []byte, chainID uint64, addr [20]byte) (*PrivateKey, error) 
 			return k, nil
 		}
 	}
-	// Unreachable: each try fails with probability below 2^-127.
 	return nil, errors.New("decrypt: deriving key: no valid scalar for any u32 counter")
 }
 

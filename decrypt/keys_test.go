@@ -252,3 +252,29 @@ func TestPrivateKeyNeverPrints(t *testing.T) {
 		}
 	}
 }
+
+// TestDeriveKeyCounterPast255: candidates at or above n, and zero, are
+// skipped for as long as it takes; the search does not stop at counter 255
+// (it once did, while the documentation promised no limit).
+func TestDeriveKeyCounterPast255(t *testing.T) {
+	n := mustHex(t, orderHex)
+	var asked []uint32
+	k, err := firstScalar(func(ctr uint32) ([]byte, error) {
+		asked = append(asked, ctr)
+		switch {
+		case ctr < 300:
+			return append([]byte(nil), n...), nil // n itself: not below n
+		case ctr < 302:
+			return make([]byte, 32), nil // zero
+		}
+		b := make([]byte, 32)
+		b[31] = 7
+		return b, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 303 || asked[302] != 302 || k.Hex() != strings.Repeat("0", 63)+"7" {
+		t.Fatalf("asked %d counters, got key %v", len(asked), k)
+	}
+}
