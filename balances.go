@@ -90,9 +90,10 @@ const maxProofAssets = 16
 // WithCallTimeout bounds the whole flow, all its requests together.
 //
 // The key never leaves the process; the proof goes in the body of the
-// request, never in its URL, and never into a log or an error. Balances
-// other than the account's assets with a ciphertext come back as the
-// service reports them.
+// request, never in its URL, and never into a log or an error. The result
+// holds only the figures the proof covered, each checked against the local
+// decryption: a figure the answer carries for any other asset is dropped,
+// and entries without a figure are kept as the service reports them.
 func (s *AccountsService) ReadBalances(ctx context.Context, key *decrypt.PrivateKey, opts ...CallOption) ([]*Balance, error) {
 	if key == nil {
 		return nil, &ParamError{Param: "key", Problem: "is nil"}
@@ -161,11 +162,21 @@ func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.Pri
 	if err != nil {
 		return nil, err
 	}
-	// The service reads the figures from the proof: they must be ours.
+	return provedFigures(bals, cts, amounts)
+}
+
+// provedFigures keeps from the service's answer only what the proof
+// covered: one entry per proved asset, whose figure must equal the local
+// decryption, and the entries of other assets without a figure. A figure
+// for an asset the proof did not cover is dropped, whatever the answer
+// holds; a proved asset missing from the answer is an error, since it
+// would read as "nothing held".
+func provedFigures(bals []*Balance, cts []decrypt.Balance, amounts []*big.Int) ([]*Balance, error) {
 	local := make(map[string]*big.Int, len(cts))
 	for i, c := range cts {
 		local[c.Asset] = amounts[i]
 	}
+	out := make([]*Balance, 0, len(bals))
 	answered := make(map[string]bool, len(cts))
 	for _, b := range bals {
 		if b == nil {
@@ -173,26 +184,32 @@ func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.Pri
 		}
 		want, proved := local[b.Asset]
 		if !proved {
+			if b.Amount == nil {
+				out = append(out, b)
+			}
 			continue
 		}
 		if b.Amount == nil {
 			return nil, fmt.Errorf("confpay: reading balances: the service gave no figure for %s", b.Asset)
 		}
-		answered[b.Asset] = true
-		if dec, ok := AssetDecimals(b.Asset); ok {
-			got, err := b.Amount.Units(dec)
-			if err != nil || got.Cmp(want) != 0 {
-				return nil, fmt.Errorf("confpay: reading balances: the service's figure for %s differs from the local decryption", b.Asset)
-			}
+		dec, ok := AssetDecimals(b.Asset)
+		if !ok {
+			return nil, fmt.Errorf("confpay: reading balances: the figure for %s cannot be checked: the SDK does not know the asset's decimals", b.Asset)
+		}
+		if got, err := b.Amount.Units(dec); err != nil || got.Cmp(want) != 0 {
+			return nil, fmt.Errorf("confpay: reading balances: the service's figure for %s differs from the local decryption", b.Asset)
+		}
+		if !answered[b.Asset] {
+			answered[b.Asset] = true
+			out = append(out, &Balance{Asset: b.Asset, Amount: b.Amount})
 		}
 	}
 	for _, c := range cts {
 		if !answered[c.Asset] {
-			// A missing entry would read as "nothing held".
 			return nil, fmt.Errorf("confpay: reading balances: the service gave no figure for %s", c.Asset)
 		}
 	}
-	return bals, nil
+	return out, nil
 }
 
 // decryptAccount builds the decrypt package's view of an account: chain,

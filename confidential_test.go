@@ -38,6 +38,7 @@ type ledgerFake struct {
 	stale int  // answer this many proofs with 422 stale, changing USDG first
 	lie   bool // answer a figure one unit off
 	omit  bool // leave the first proved asset out of the answer
+	extra bool // add figures for assets the proof did not cover
 	rec   recorder
 }
 
@@ -130,6 +131,13 @@ func (f *ledgerFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			a := AmountFromUnits(u, dec)
 			list.Balances = append(list.Balances, &Balance{Asset: fig.Asset, Amount: &a})
+		}
+		if f.extra {
+			for _, asset := range []string{AssetETH, "EURC"} {
+				a := MustParseAmount("7")
+				list.Balances = append(list.Balances, &Balance{Asset: asset, Amount: &a})
+			}
+			list.Balances = append(list.Balances, &Balance{Asset: "EURC", Nonzero: Ptr(false)})
 		}
 		out = list
 	default:
@@ -255,6 +263,25 @@ func TestReadBalancesRefusals(t *testing.T) {
 	f.me.PublicKey = "alice"
 	if _, err := c.Accounts.ReadBalances(ctx, key); err == nil || !strings.Contains(err.Error(), "public_key") {
 		t.Errorf("bad address: %v", err)
+	}
+}
+
+// TestReadBalancesOnlyProvedFigures checks that figures the answer holds
+// for assets the proof did not cover never reach the caller.
+func TestReadBalancesOnlyProvedFigures(t *testing.T) {
+	key := mustKey(t)
+	f := newLedgerFake(t, key, map[string]string{AssetUSDG: "10"})
+	f.extra = true
+	c := newTestClient(t, f.ServeHTTP)
+	bals, err := c.Accounts.ReadBalances(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := figures(bals); len(got) != 1 || got[AssetUSDG] != "10" {
+		t.Errorf("figures %v, want only the proved USDG", got)
+	}
+	if len(bals) != 2 || bals[1].Asset != "EURC" || bals[1].Amount != nil {
+		t.Errorf("entries %v, want USDG and EURC's entry without a figure", bals)
 	}
 }
 

@@ -304,13 +304,18 @@ func TestCancelDuringBackoffKeepsCallersPool(t *testing.T) {
 			writeJSON(w, 200, []byte(`{}`))
 			return
 		}
-		writeJSON(w, 503, nil)
+		// A body, so that the connection goes back to the pool only once
+		// the client has read it, after the attempt returned (a bodiless
+		// answer frees it earlier, and a cancel then still hits the attempt).
+		writeJSON(w, 503, []byte(`{"code":"internal_error","message":"busy"}`))
 		answered <- struct{}{}
 	}))
 	defer srv.Close()
 	var opened, closed atomic.Int32
 	var d net.Dialer
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	// One connection per host: the call waits for the warm one rather than
+	// racing it with a second dial.
+	tr := &http.Transport{MaxConnsPerHost: 1, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
