@@ -57,8 +57,9 @@
 //   - Errors: every code of the interface's table and of the decisions, in
 //     the flat body {code, message, request_id, param, rule, reason};
 //     malformed input is 400 invalid_request naming the field in param;
-//     unknown JSON fields and unknown query parameters are refused; bodies
-//     over 1 MiB are 413.
+//     bodies are strict JSON (no unknown, repeated or case-variant member),
+//     unknown query parameters and unparseable query strings are refused;
+//     bodies over 1 MiB are 413.
 //   - Authentication: every /v1 endpoint answers 401 without a valid,
 //     unrevoked key; the key's prefix selects the network, and a test key
 //     never sees live state (404 not_found, as for an unknown id).
@@ -71,8 +72,9 @@
 //     not available), so concurrent payments never overdraw.
 //   - Idempotency: POST, PATCH and DELETE with Idempotency-Key replay the
 //     first answer for 24 hours (Idempotent-Replayed: true); another body,
-//     method or path is 422, a request still running is 409. Answers of 500
-//     and above are not kept.
+//     method or path is 422, a request still running is 409 with
+//     Retry-After. Only answers of requests that ran are kept: 400, 401,
+//     413, 429, 409 and 5xx are not, so a corrected body may reuse the key.
 //   - Confidentiality: the ledger keeps one balance ciphertext per
 //     (account, network, asset), versioned; it is produced when first read
 //     and cached for its version. Proofs are verified against the current
