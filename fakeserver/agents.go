@@ -12,6 +12,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
 	"github.com/confpay/confpay-go/webhookverify"
 )
@@ -100,9 +101,9 @@ type heldTx struct {
 	requestedAt time.Time
 	expiresAt   time.Time
 	decidedAt   *time.Time
-	timer       *Timer // the expiry; stopped on decision
-	note        string // base64url note sealed to the owner, made on first listing
-	noteReader  string // hex of the key the note is sealed to
+	timer       *clock.Timer // the expiry; stopped on decision
+	note        string       // base64url note sealed to the owner, made on first listing
+	noteReader  string       // hex of the key the note is sealed to
 }
 
 // spendWindow is one agent's payments on one network, sorted by the time

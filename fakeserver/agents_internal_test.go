@@ -27,9 +27,7 @@ func TestAgentsDecisionAtExpiryBeforeTimer(t *testing.T) {
 		t.Fatalf("%d timers, want the expiry", s.clock.Pending())
 	}
 	// Move the virtual time without running the timer.
-	s.clock.mu.Lock()
-	s.clock.now = h.expiresAt
-	s.clock.mu.Unlock()
+	s.clock.Skip(h.expiresAt)
 
 	for _, verb := range []string{"approve", "reject"} {
 		r := httptest.NewRequest("POST", "/v1/agents/transactions/"+h.id+"/"+verb, nil)

@@ -107,7 +107,7 @@ func TestFaultDelay(t *testing.T) {
 	if _, err := srv.AddFault(fakeserver.Fault{Path: "/v1/accounts/me", Times: 2, Action: fakeserver.FaultDelay, Delay: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	base := srv.Clock().Pending()
+	base := fakeserver.PendingTimers(srv)
 	// A client that gives up first sees a timeout.
 	c := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(0), confpay.WithTimeout(50*time.Millisecond))
 	_, err := c.Accounts.Me(context.Background())
@@ -116,7 +116,7 @@ func TestFaultDelay(t *testing.T) {
 		t.Fatalf("got %v, want a transport error", err)
 	}
 	// The server notices and drops the held request's timer.
-	for srv.Clock().Pending() != base {
+	for fakeserver.PendingTimers(srv) != base {
 		runtime.Gosched()
 	}
 	// A patient one gets its answer once the server clock has moved on.

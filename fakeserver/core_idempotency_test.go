@@ -95,7 +95,7 @@ func TestIdempotentReplay(t *testing.T) {
 // waitTimers waits, without sleeping, until the server clock has at least
 // n timers scheduled.
 func waitTimers(srv *fakeserver.Server, n int) {
-	for srv.Clock().Pending() < n {
+	for fakeserver.PendingTimers(srv) < n {
 		runtime.Gosched()
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -122,7 +123,7 @@ type delivery struct {
 	lastAttemptAt  time.Time
 	nextAttemptAt  *time.Time
 
-	timer     *Timer             // the scheduled retry, if any
+	timer     *clock.Timer       // the scheduled retry, if any
 	abort     context.CancelFunc // cancels the attempt in flight, if any
 	cancelled bool               // subscription deleted or server stopped
 }

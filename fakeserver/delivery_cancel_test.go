@@ -41,13 +41,13 @@ func TestDeleteCancelsPendingRetries(t *testing.T) {
 	if n := rc.count(); n != 2 {
 		t.Fatalf("%d attempts before the delete, want 2", n)
 	}
-	if s.Clock().Pending() != 1 {
-		t.Fatalf("want one retry scheduled, have %d timers", s.Clock().Pending())
+	if s.clock.Pending() != 1 {
+		t.Fatalf("want one retry scheduled, have %d timers", s.clock.Pending())
 	}
 	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.Clock().Pending(); n != 0 {
+	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers left after the delete", n)
 	}
 	s.Advance(48 * time.Hour)
@@ -71,7 +71,7 @@ func TestDeleteAbortsTheAttemptInFlight(t *testing.T) {
 	if n := rc.count(); n != 1 {
 		t.Fatalf("%d attempts, want 1", n)
 	}
-	if n := s.Clock().Pending(); n != 0 {
+	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers left", n)
 	}
 }
@@ -239,7 +239,7 @@ func TestCloseDoesNotWaitForAHangingReceiver(t *testing.T) {
 		t.Fatal("Close is waiting for the receiver")
 	}
 	s.Close() // twice is harmless
-	s.Clock().WaitIdle()
+	s.clock.WaitIdle()
 }
 
 func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
@@ -252,7 +252,7 @@ func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
 	whWaitArrival(t, fail, 1)
 	whWaitArrival(t, hang, 1)
 	s.Reset() // aborts the hanging request and any pending retry
-	if n := s.Clock().Pending(); n != 0 {
+	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers left after Reset", n)
 	}
 	s.Advance(48 * time.Hour)
@@ -373,7 +373,7 @@ func TestResetStopsHeldExpiryTimers(t *testing.T) {
 	s.holdLocked(s.nets[confpay.NetworkTest], &payment{from: agent, to: bob, toAddr: bob.address, toText: "@bob", asset: "USDG", units: big.NewInt(5_000_000)}, nil)
 	s.mu.Unlock()
 	s.Reset()
-	if n := s.Clock().Pending(); n != 0 {
+	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers left after Reset", n)
 	}
 }

@@ -121,7 +121,7 @@ func TestDeliveryNeverAnswered2xxFails(t *testing.T) {
 	if !d.LastAttemptAt.Equal(t0.Add(24 * time.Hour)) {
 		t.Fatalf("last attempt at %v, want the 24 h mark", d.LastAttemptAt)
 	}
-	if n := s.Clock().Pending(); n != 0 {
+	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers still pending after the delivery failed", n)
 	}
 }

@@ -94,7 +94,7 @@
 //
 // # Time
 //
-// Each server has its own Clock. In tests it is virtual: it starts at
+// Each server has its own clock. In tests it is virtual: it starts at
 // DefaultStart and moves only with Advance or Set, which run every timer
 // that falls due (confirmations, approval expiry, webhook retries) at its
 // own instant and wait for the work those timers start. Sync waits until

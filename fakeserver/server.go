@@ -20,6 +20,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
@@ -42,7 +43,7 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // own lock and never calls back into the server while holding it.
 type Server struct {
 	opts  options
-	clock *Clock
+	clock *clock.Clock
 	log   *slog.Logger
 
 	mu       sync.Mutex
@@ -191,9 +192,9 @@ func NewServer(opts ...Option) *Server {
 	}
 	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets)}
 	if o.realClock {
-		s.clock = newRealClock()
+		s.clock = clock.NewReal()
 	} else {
-		s.clock = newVirtualClock(o.start)
+		s.clock = clock.NewVirtual(o.start)
 	}
 	s.log = o.logger
 	if s.log == nil {
@@ -233,9 +234,6 @@ func (s *Server) URL() string {
 // Handler is the server's HTTP face: the /v1 interface and /_fake admin.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Clock is the server's clock.
-func (s *Server) Clock() *Clock { return s.clock }
-
 // Now returns the server's current time.
 func (s *Server) Now() time.Time { return s.clock.Now() }
 
@@ -257,7 +255,7 @@ func (s *Server) Close() {
 		if s.hs != nil {
 			s.hs.Close()
 		}
-		s.clock.close()
+		s.clock.Close()
 		s.stopDeliveries()
 	})
 }

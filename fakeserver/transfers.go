@@ -18,6 +18,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
 	"github.com/confpay/confpay-go/webhookverify"
 )
@@ -40,10 +41,10 @@ type transfer struct {
 	confirmedAt  *time.Time
 	failedAt     *time.Time
 
-	key           *apiKey // the key that sent it (nil for an approval), for its usage figures
-	timer         *Timer  // the confirmation, while pending
-	failAtConfirm bool    // a scripted fault: fail instead of confirming
-	note          string  // the sealed note (base64url), made on first read
+	key           *apiKey      // the key that sent it (nil for an approval), for its usage figures
+	timer         *clock.Timer // the confirmation, while pending
+	failAtConfirm bool         // a scripted fault: fail instead of confirming
+	note          string       // the sealed note (base64url), made on first read
 }
 
 // transferBook holds one network's transfers.

@@ -267,7 +267,7 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 	if n := len(k.all()); n != 1 {
 		t.Fatalf("%d attempts after the delete, want still 1", n)
 	}
-	if n := srv.Clock().Pending(); n != 0 {
+	if n := fakeserver.PendingTimers(srv); n != 0 {
 		t.Fatalf("%d timers left after the delete", n)
 	}
 }

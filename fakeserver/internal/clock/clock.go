@@ -1,4 +1,7 @@
-package fakeserver
+// Package clock is the fakeserver's one source of time and its one timer
+// queue: a virtual clock that stands still until it is moved, or a real one
+// that follows the wall clock plus an offset.
+package clock
 
 import (
 	"container/heap"
@@ -41,33 +44,33 @@ type Clock struct {
 	stop chan struct{}
 }
 
-// newVirtualClock returns a clock standing at start.
-func newVirtualClock(start time.Time) *Clock {
+// NewVirtual returns a clock standing at start.
+func NewVirtual(start time.Time) *Clock {
 	c := &Clock{virtual: true, now: start.UTC()}
 	c.idle = sync.NewCond(&c.busyMu)
 	return c
 }
 
-// newRealClock returns a clock that follows the wall clock and fires timers
-// from a goroutine until close is called.
-func newRealClock() *Clock {
+// NewReal returns a clock that follows the wall clock and fires timers
+// from a goroutine until Close is called.
+func NewReal() *Clock {
 	c := &Clock{wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	c.idle = sync.NewCond(&c.busyMu)
 	go c.loop()
 	return c
 }
 
-// resolution is the precision of every instant the server records and
+// Resolution is the precision of every instant the server records and
 // answers: whole milliseconds, so that a client in any language can feed a
 // timestamp back as a bound and mean exactly that instant.
-const resolution = time.Millisecond
+const Resolution = time.Millisecond
 
 // Now returns the current time on this clock, in UTC, truncated to
-// resolution.
+// Resolution.
 func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.nowLocked().Truncate(resolution)
+	return c.nowLocked().Truncate(Resolution)
 }
 
 func (c *Clock) nowLocked() time.Time {
@@ -89,11 +92,11 @@ type Timer struct {
 	f     func(now time.Time)
 }
 
-// At schedules f to run at when, truncated to resolution (or as soon as
+// At schedules f to run at when, truncated to Resolution (or as soon as
 // timers next run, if when has passed). f receives the clock's time at
-// which it runs, truncated to resolution.
+// which it runs, truncated to Resolution.
 func (c *Clock) At(when time.Time, f func(now time.Time)) *Timer {
-	when = when.Truncate(resolution)
+	when = when.Truncate(Resolution)
 	c.mu.Lock()
 	c.seq++
 	t := &Timer{c: c, when: when, seq: c.seq, f: f}
@@ -119,6 +122,15 @@ func (t *Timer) Stop() bool {
 	}
 	heap.Remove(&c.queue, t.index)
 	return true
+}
+
+// Skip moves a virtual clock to t without running the timers that fall
+// due, the way a real clock's timer can trail the time for a moment. It
+// exists for tests of that race.
+func (c *Clock) Skip(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t.UTC()
 }
 
 // Pending returns how many timers are scheduled.
@@ -185,7 +197,7 @@ func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 		if t.when.After(c.nowLocked()) {
 			c.setLocked(t.when)
 		}
-		now := c.nowLocked().Truncate(resolution)
+		now := c.nowLocked().Truncate(Resolution)
 		c.mu.Unlock()
 		t.f(now)
 	}
@@ -242,7 +254,7 @@ func (c *Clock) fire() {
 			return
 		}
 		t := heap.Pop(&c.queue).(*Timer)
-		now := c.nowLocked().Truncate(resolution)
+		now := c.nowLocked().Truncate(Resolution)
 		c.mu.Unlock()
 		t.f(now)
 	}
@@ -281,8 +293,8 @@ func (c *Clock) loop() {
 	}
 }
 
-// close stops a real clock's goroutine.
-func (c *Clock) close() {
+// Close stops a real clock's goroutine.
+func (c *Clock) Close() {
 	if c.stop != nil {
 		select {
 		case <-c.stop:

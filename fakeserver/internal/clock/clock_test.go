@@ -1,4 +1,4 @@
-package fakeserver_test
+package clock
 
 import (
 	"fmt"
@@ -6,21 +6,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/confpay/confpay-go/fakeserver"
 )
+
+// testStart is where the virtual clocks of these tests start.
+var testStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
 func TestClockAdvanceRunsTimersInOrderAtTheirInstants(t *testing.T) {
 	t.Parallel()
-	srv := fakeserver.NewServer()
-	defer srv.Close()
-	c := srv.Clock()
+	c := NewVirtual(testStart)
+	defer c.Close()
 	start := c.Now()
-	if !start.Equal(fakeserver.DefaultStart) || !c.Virtual() {
+	if !start.Equal(testStart) || !c.Virtual() {
 		t.Fatalf("start %v virtual %v", start, c.Virtual())
 	}
 	var log []string
-	at := func(d time.Duration, name string) *fakeserver.Timer {
+	at := func(d time.Duration, name string) *Timer {
 		return c.At(start.Add(d), func(now time.Time) {
 			log = append(log, fmt.Sprintf("%s@%v", name, now.Sub(start)))
 		})
@@ -60,11 +60,11 @@ func TestClockAdvanceRunsTimersInOrderAtTheirInstants(t *testing.T) {
 	if len(log) != 0 {
 		t.Fatal("a due timer ran before Sync")
 	}
-	srv.Sync()
+	c.RunDue()
 	if fmt.Sprint(log) != "[due]" || !c.Now().Equal(start) {
 		t.Fatalf("Sync ran %v, now %v", log, c.Now())
 	}
-	srv.Set(start.Add(2 * time.Hour))
+	c.Set(start.Add(2 * time.Hour))
 	if fmt.Sprint(log) != "[due later@1h0m0s]" {
 		t.Fatalf("Set forward ran %v", log)
 	}
@@ -72,9 +72,8 @@ func TestClockAdvanceRunsTimersInOrderAtTheirInstants(t *testing.T) {
 
 func TestClockWaitsForTrackedWork(t *testing.T) {
 	t.Parallel()
-	srv := fakeserver.NewServer()
-	defer srv.Close()
-	c := srv.Clock()
+	c := NewVirtual(testStart)
+	defer c.Close()
 	var done atomic.Int32
 	for i := range 4 {
 		c.At(c.Now().Add(time.Duration(i+1)*time.Second), func(time.Time) {
@@ -97,9 +96,8 @@ func TestClockWaitsForTrackedWork(t *testing.T) {
 
 func TestRealClock(t *testing.T) {
 	t.Parallel()
-	srv := fakeserver.NewServer(fakeserver.WithRealClock())
-	defer srv.Close()
-	c := srv.Clock()
+	c := NewReal()
+	defer c.Close()
 	if c.Virtual() {
 		t.Fatal("WithRealClock gave a virtual clock")
 	}
@@ -124,7 +122,7 @@ func TestRealClock(t *testing.T) {
 		}
 		inside = c.Now()
 	})
-	srv.Sync()
+	c.RunDue()
 	if after := c.Now(); after.Before(inside) {
 		t.Fatalf("the clock went back from %v to %v", inside, after)
 	}
