@@ -530,12 +530,10 @@ func (s *Server) Snapshot() Snapshot {
 		for id, sub := range n.hooks.subs {
 			ns.Webhooks[id] = *sub.view()
 		}
-		for a := range n.ledger.books {
-			ns.Balances[a.id] = s.booksLocked(n, a)
+		for _, id := range n.ledger.Accounts() {
+			ns.Balances[id] = s.booksLocked(n, s.accounts[id])
 		}
-		for asset, sup := range n.ledger.supply {
-			ns.Supply[asset] = sup.String()
-		}
+		ns.Supply = n.ledger.Supply()
 		for id, t := range n.transfers.byID {
 			ns.Transfers[id] = s.recordLocked(n, t)
 		}

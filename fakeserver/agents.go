@@ -180,7 +180,7 @@ func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Out
 		To:     recipientOf(p),
 		Now:    now,
 		Spent:  n.held.window(agent).total(now),
-		Funded: s.availableLocked(n, agent, p.asset).Cmp(p.units) >= 0,
+		Funded: n.ledger.Available(agent.id, p.asset).Cmp(p.units) >= 0,
 	}
 	return agent.policy.rules.Judge(&f, mode), amount, nil
 }

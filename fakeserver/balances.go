@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
-	"sort"
 	"strconv"
 
 	confpay "github.com/confpay/confpay-go"
@@ -31,60 +30,48 @@ type balanceSnap struct {
 
 // ctJob is a ciphertext to produce outside the lock.
 type ctJob struct {
-	b       *balance
 	i       int // index in the snapshot
 	version uint64
 	amount  *big.Int
-	ct      []byte
 }
 
 // balanceSnapshot reads a's balances on n, sorted by asset, with the
 // ciphertext of each current version. A version's ciphertext is produced
-// once, on first read, outside s.mu, and cached: every reader of a version
-// gets the same bytes, which is what a later proof is checked against.
+// once, on first read, outside s.mu, and cached in the ledger: every
+// reader of a version gets the same bytes, which is what a later proof is
+// checked against.
 func (s *Server) balanceSnapshot(n *network, a *account) (decrypt.Account, []balanceSnap, error) {
 	s.mu.Lock()
 	key := a.encryptionKey()
 	acct := decrypt.Account{ChainID: n.chainID, Address: a.address, Key: key}
 	var snaps []balanceSnap
-	var jobs []*ctJob
-	if bk := n.ledger.books[a]; bk != nil {
-		entries := append([]*balance(nil), bk.entries...)
-		sort.Slice(entries, func(i, j int) bool { return entries[i].asset < entries[j].asset })
-		for _, b := range entries {
-			avail := b.available()
-			snap := balanceSnap{asset: b.asset, version: b.version, nonzero: avail.Sign() > 0}
-			if key != nil {
-				if b.ct != nil && b.ctVersion == b.version {
-					snap.ct = b.ct
-				} else {
-					jobs = append(jobs, &ctJob{b: b, i: len(snaps), version: b.version, amount: avail})
-				}
+	var jobs []ctJob
+	for _, e := range n.ledger.Entries(a.id) {
+		snap := balanceSnap{asset: e.Asset, version: e.Version, nonzero: e.Available.Sign() > 0}
+		if key != nil {
+			if e.Ciphertext != nil {
+				snap.ct = e.Ciphertext
+			} else {
+				jobs = append(jobs, ctJob{i: len(snaps), version: e.Version, amount: e.Available})
 			}
-			snaps = append(snaps, snap)
 		}
+		snaps = append(snaps, snap)
 	}
 	s.mu.Unlock()
 	if len(jobs) == 0 {
 		return acct, snaps, nil
 	}
-	for _, j := range jobs {
+	cts := make([][]byte, len(jobs))
+	for i, j := range jobs {
 		ct, err := decrypt.EncryptBalance(nil, acct, snaps[j.i].asset, j.version, j.amount)
 		if err != nil {
 			return acct, nil, err
 		}
-		j.ct = ct
+		cts[i] = ct
 	}
 	s.mu.Lock()
-	for _, j := range jobs {
-		b := j.b
-		if b.version == j.version {
-			if b.ct == nil || b.ctVersion != b.version {
-				b.ct, b.ctVersion = j.ct, j.version
-			}
-			j.ct = b.ct // a concurrent reader may have stored its own first
-		}
-		snaps[j.i].ct = j.ct
+	for i, j := range jobs {
+		snaps[j.i].ct = n.ledger.CacheCiphertext(a.id, snaps[j.i].asset, j.version, cts[i])
 	}
 	s.mu.Unlock()
 	return acct, snaps, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 )
 
 func FuzzParseCreateTransfer(f *testing.F) {
@@ -32,7 +33,7 @@ func FuzzParseCreateTransfer(f *testing.F) {
 			return
 		}
 		dec, ok := confpay.AssetDecimals(p.asset)
-		if !ok || p.units.Sign() <= 0 || p.units.Cmp(maxUnits) >= 0 || len(p.memo) > maxMemo {
+		if !ok || p.units.Sign() <= 0 || p.units.Cmp(ledger.MaxUnits) >= 0 || len(p.memo) > maxMemo {
 			t.Fatalf("accepted a bad payment: asset %q", p.asset)
 		}
 		_ = dec

@@ -21,6 +21,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
@@ -81,7 +82,7 @@ type network struct {
 	name    confpay.Network
 	chainID uint64
 
-	ledger    ledger       // ledger.go
+	ledger    *ledger.Ledger
 	transfers transferBook // transfers.go
 	held      heldBook     // agents.go
 	hooks     hookBook     // events.go, delivery.go
@@ -295,7 +296,7 @@ func (s *Server) resetLocked() {
 		confpay.NetworkLive: {name: confpay.NetworkLive, chainID: confpay.ChainIDLive},
 	}
 	for _, n := range s.nets {
-		n.ledger.init()
+		n.ledger = ledger.New()
 		n.transfers.init()
 		n.held.init()
 		n.hooks.init()

@@ -203,8 +203,9 @@ func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *ap
 // announced before the transfer it submits).
 func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
 	units := new(big.Int).Set(p.units)
-	if apiErr := s.reserveLocked(n, p.from, p.asset, units); apiErr != nil {
-		return nil, apiErr
+	if n.ledger.Reserve(p.from.id, p.asset, units) != nil {
+		return nil, newError(http.StatusPaymentRequired, confpay.CodeInsufficientBalance,
+			"the account does not hold enough "+p.asset+" for this payment")
 	}
 	now := s.clock.Now()
 	t := &transfer{
@@ -249,7 +250,11 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 	delete(n.transfers.pending, t)
 	t.timer.Stop()
 	t.timer = nil
-	s.settleLocked(n, t)
+	to := ""
+	if t.to != nil { // else an external wallet
+		to = t.to.id
+	}
+	n.ledger.Settle(t.from.id, to, t.asset, t.units)
 	t.status = confpay.StatusConfirmed
 	t.confirmedAt = &now
 	if t.key != nil && t.asset == confpay.AssetUSDG {
@@ -267,7 +272,7 @@ func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
 	delete(n.transfers.pending, t)
 	t.timer.Stop()
 	t.timer = nil
-	s.releaseLocked(n, t)
+	n.ledger.Release(t.from.id, t.asset, t.units)
 	t.status = confpay.StatusFailed
 	t.failedAt = &now
 	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
