@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/confpay/confpay-go/decrypt"
 )
 
 // TransferStatus is the state of a transfer. A payment held for an owner's
@@ -86,9 +88,6 @@ type TransferList struct {
 // MaxPageSize is the largest page GET /v1/transfers answers.
 const MaxPageSize = 100
 
-// maxMemo is the longest memo a note can carry, in bytes.
-const maxMemo = 1024
-
 // Create sends a payment (POST /v1/transfers). The answer never carries
 // the amount. When the key is an agent's and the payment is above its
 // approval threshold, the payment is held: the answer has Status
@@ -130,7 +129,7 @@ func (p *TransferCreateParams) validate() error {
 			return &ParamError{Param: "amount", Problem: fmt.Sprintf("has more than %d decimals, the most %s allows", dec, asset)}
 		}
 	}
-	if len(p.Memo) > maxMemo {
+	if len(p.Memo) > decrypt.MaxMemoBytes {
 		return &ParamError{Param: "memo", Problem: "is longer than 1024 bytes"}
 	}
 	return nil

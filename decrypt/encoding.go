@@ -34,13 +34,16 @@ func DecodeBase64(s string) ([]byte, error) {
 	return b, nil
 }
 
+// MaxMemoBytes is the longest memo a note can carry, in bytes of UTF-8.
+// The SDK and the fakeserver refuse a longer one before anything is sealed.
+const MaxMemoBytes = 1024
+
 // Limits of the wire formats.
 const (
-	maxProofAssets = 16   // m in a decryption proof
-	maxNoteReaders = 4    // m in a note
-	maxMemo        = 1024 // bytes of memo in a note
-	maxAsset       = 64   // bytes of an asset code (a choice: the design is silent)
-	maxReference   = 255  // bytes of a note reference (a choice: the design is silent)
+	maxProofAssets = 16  // m in a decryption proof
+	maxNoteReaders = 4   // m in a note
+	maxAsset       = 64  // bytes of an asset code (a choice: the design is silent)
+	maxReference   = 255 // bytes of a note reference (a choice: the design is silent)
 
 	pointLen      = 33
 	scalarLen     = 32

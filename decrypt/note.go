@@ -68,8 +68,8 @@ func SealNote(rand io.Reader, ctx NoteContext, amount *big.Int, memo string) ([]
 		return nil, err
 	}
 	defer clear(ab[:])
-	if len(memo) > maxMemo {
-		return nil, fmt.Errorf("%w: note: memo is %d bytes, at most %d", ErrMalformed, len(memo), maxMemo)
+	if len(memo) > MaxMemoBytes {
+		return nil, fmt.Errorf("%w: note: memo is %d bytes, at most %d", ErrMalformed, len(memo), MaxMemoBytes)
 	}
 	if !utf8.ValidString(memo) {
 		return nil, fmt.Errorf("%w: note: memo is not valid UTF-8", ErrMalformed)
@@ -198,8 +198,8 @@ func parseNotePlain(pt []byte) (*Note, error) {
 	if !s.ReadBytes(&amount, amountLen) || !s.ReadUint16(&n) {
 		return nil, fmt.Errorf("%w: note: plaintext too short", ErrMalformed)
 	}
-	if n > maxMemo {
-		return nil, fmt.Errorf("%w: note: memo length exceeds %d bytes", ErrMalformed, maxMemo)
+	if n > MaxMemoBytes {
+		return nil, fmt.Errorf("%w: note: memo length exceeds %d bytes", ErrMalformed, MaxMemoBytes)
 	}
 	var memo []byte
 	if len(pt) != notePlainLen(int(n)) || !s.ReadBytes(&memo, int(n)) {
@@ -263,7 +263,7 @@ func parseNote(note []byte, readers int) (noteParts, error) {
 		return p, errors.New("key commitment is truncated")
 	}
 	p.body = s
-	if n := len(p.body) - tagLen; n < notePadBlock || n > notePlainLen(maxMemo) || n%notePadBlock != 0 {
+	if n := len(p.body) - tagLen; n < notePadBlock || n > notePlainLen(MaxMemoBytes) || n%notePadBlock != 0 {
 		return p, fmt.Errorf("body length %d is not a valid padded length", len(p.body))
 	}
 	return p, nil

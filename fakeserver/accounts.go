@@ -3,12 +3,8 @@ package fakeserver
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"math/big"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +13,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 // account is an identity: a person, a business or an agent. Identities are
@@ -144,46 +141,6 @@ type NewKey struct {
 
 // ---- ids and random text ----
 
-const lowerAlnum = "abcdefghijklmnopqrstuvwxyz0123456789"
-const base62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// randomText returns n characters drawn uniformly from alphabet.
-func randomText(alphabet string, n int) string {
-	b := make([]byte, n)
-	buf := make([]byte, n*2)
-	for i := 0; i < n; {
-		if _, err := rand.Read(buf); err != nil {
-			panic("fakeserver: no randomness")
-		}
-		for _, x := range buf {
-			limit := 256 - 256%len(alphabet)
-			if int(x) >= limit {
-				continue
-			}
-			b[i] = alphabet[int(x)%len(alphabet)]
-			i++
-			if i == n {
-				break
-			}
-		}
-	}
-	return string(b)
-}
-
-// newID returns prefix plus 20 random lowercase alphanumerics.
-func newID(prefix string) string { return prefix + randomText(lowerAlnum, 20) }
-
-// ---- validation of names ----
-
-var (
-	handleRE    = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}$`)
-	agentNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-	domainRE    = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
-)
-
-// validDomain reports whether s is a DNS name with at least two labels.
-func validDomain(s string) bool { return len(s) <= 253 && domainRE.MatchString(s) }
-
 // ---- the direct state API: accounts and keys ----
 
 // AccountParams creates an account through the direct API or POST
@@ -223,7 +180,7 @@ type AccountInfo struct {
 // CreateAccount creates a personal or business account with one test and
 // one live API key.
 func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
-	if !handleRE.MatchString(p.Handle) {
+	if !names.IsHandle(p.Handle) {
 		return nil, errInvalid("handle", "handle must be @ then 3 to 20 of A-Z a-z 0-9 _")
 	}
 	switch p.Type {
@@ -264,7 +221,7 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 		return nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "handle is taken").withParam("handle")
 	}
 	a := &account{
-		id:        newID("acct_"),
+		id:        names.NewID("acct_"),
 		handle:    p.Handle,
 		typ:       p.Type,
 		address:   newAddress(),
@@ -348,9 +305,9 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 	if n == confpay.NetworkLive {
 		prefix = confpay.KeyPrefixLive
 	}
-	secret := prefix + randomText(base62, 32)
+	secret := prefix + names.Random(names.Base62, 32)
 	k := &apiKey{
-		id: newID("key_"), name: name, network: n, acct: a,
+		id: names.NewID("key_"), name: name, network: n, acct: a,
 		hash: sha256.Sum256([]byte(secret)), createdAt: s.clock.Now(), usdgMoved: new(big.Int),
 	}
 	s.keySeq++
@@ -438,7 +395,7 @@ func (s *Server) SetAgentStatus(accountRef string, status confpay.AgentStatus) e
 // RegisterDomain registers an x402 payee domain to an account, so that
 // payments to that name reach it.
 func (s *Server) RegisterDomain(accountRef, domain string) error {
-	if !validDomain(domain) {
+	if !names.IsDomain(domain) {
 		return errInvalid("domain", "domain must be a DNS name such as api.example.com")
 	}
 	s.mu.Lock()
@@ -494,20 +451,3 @@ func (s *Server) handleMe(c *call) (int, any, error) {
 }
 
 // ---- helpers shared by handlers ----
-
-// parseAddress checks a 0x address: 40 hex digits, and mixed case must pass
-// the EIP-55 checksum.
-func parseAddress(s string) (common.Address, error) {
-	if len(s) != 42 || !strings.HasPrefix(s, "0x") {
-		return common.Address{}, errors.New("address must be 0x then 40 hex digits")
-	}
-	raw := s[2:]
-	if _, err := hex.DecodeString(raw); err != nil {
-		return common.Address{}, errors.New("address must be 0x then 40 hex digits")
-	}
-	a := common.HexToAddress(s)
-	if raw != strings.ToLower(raw) && raw != strings.ToUpper(raw) && a.Hex() != s {
-		return common.Address{}, fmt.Errorf("address fails its EIP-55 checksum")
-	}
-	return a, nil
-}

@@ -13,7 +13,8 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
-	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -255,7 +256,7 @@ func (s *Server) SetMaxHeldPerAgent(n int) {
 func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 	now := s.clock.Now()
 	h := &heldTx{
-		id:           newID("atx_"),
+		id:           names.NewID("atx_"),
 		agent:        p.from,
 		p:            p,
 		toText:       p.toText,
@@ -369,7 +370,7 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 	if !owner.kycOK() {
 		return 0, nil, newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification must be complete to create an agent")
 	}
-	if !agentNameRE.MatchString(body.Name) {
+	if !names.IsAgentName(body.Name) {
 		return 0, nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
 	}
 	pr, err := rules.Parse(body.SpendPolicy)
@@ -385,7 +386,7 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 	}
 	now := s.clock.Now()
 	a := &account{
-		id:          newID("acct_"),
+		id:          names.NewID("acct_"),
 		handle:      handle,
 		typ:         confpay.AccountAgent,
 		address:     newAddress(),
@@ -393,7 +394,7 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 		owner:       owner,
 		agentName:   body.Name,
 		agentStatus: confpay.AgentActive,
-		policy:      &policy{id: newID("policy_"), rules: pr, updatedAt: now},
+		policy:      &policy{id: names.NewID("policy_"), rules: pr, updatedAt: now},
 	}
 	s.addAccountLocked(a)
 	owner.agents = append(owner.agents, a)

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
-	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
 // agentForBench makes an owner, a payee and an agent of the owner with
@@ -30,9 +31,9 @@ func agentForBench(tb testing.TB, s *Server, policyBody string) (agent, payee *a
 	defer s.mu.Unlock()
 	o := s.accounts[owner.AccountID]
 	agent = &account{
-		id: newID("acct_"), handle: "@owner/bot", typ: confpay.AccountAgent, address: newAddress(),
+		id: names.NewID("acct_"), handle: "@owner/bot", typ: confpay.AccountAgent, address: newAddress(),
 		createdAt: s.clock.Now(), owner: o, agentName: "bot", agentStatus: confpay.AgentActive,
-		policy: &policy{id: newID("policy_"), rules: pr, updatedAt: s.clock.Now()},
+		policy: &policy{id: names.NewID("policy_"), rules: pr, updatedAt: s.clock.Now()},
 	}
 	s.addAccountLocked(agent)
 	o.agents = append(o.agents, agent)

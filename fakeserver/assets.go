@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	confpay "github.com/confpay/confpay-go"
-	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
 // Asset is one asset the server knows: its code, its decimals, and the

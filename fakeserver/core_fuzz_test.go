@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 func FuzzParseCreateTransfer(f *testing.F) {
@@ -33,7 +35,7 @@ func FuzzParseCreateTransfer(f *testing.F) {
 			return
 		}
 		dec, ok := confpay.AssetDecimals(p.asset)
-		if !ok || p.units.Sign() <= 0 || p.units.Cmp(ledger.MaxUnits) >= 0 || len(p.memo) > maxMemo {
+		if !ok || p.units.Sign() <= 0 || p.units.Cmp(ledger.MaxUnits) >= 0 || len(p.memo) > decrypt.MaxMemoBytes {
 			t.Fatalf("accepted a bad payment: asset %q", p.asset)
 		}
 		_ = dec
@@ -93,7 +95,7 @@ func FuzzParseRecipient(f *testing.F) {
 				t.Fatal("address key mismatch")
 			}
 		case toDomain:
-			if !validDomain(text) {
+			if !names.IsDomain(text) {
 				t.Fatal("bad domain accepted")
 			}
 		default:

@@ -14,6 +14,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -323,7 +324,7 @@ func (p *deliveryPool) stop() {
 func (s *Server) startDeliveryLocked(n *network, sub *subscription, e *event, trigger string) *delivery {
 	now := s.clock.Now()
 	d := &delivery{
-		id:            newID("dlv_"),
+		id:            names.NewID("dlv_"),
 		sub:           sub,
 		ev:            e,
 		trigger:       trigger,

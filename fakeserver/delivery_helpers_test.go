@@ -19,6 +19,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 // hit is one request a receiver got.
@@ -122,7 +123,7 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 	t.Helper()
 	s.mu.Lock()
 	a := &account{
-		id:          newID("acct_"),
+		id:          names.NewID("acct_"),
 		handle:      owner.acct.handle + "/" + name,
 		typ:         confpay.AccountAgent,
 		address:     newAddress(),
@@ -164,7 +165,7 @@ var whUnits = big.NewInt(123456789)
 // nil: an external wallet).
 func whTransfer(s *Server, from, to *account) *transfer {
 	t := &transfer{
-		id:           newID("tr_"),
+		id:           names.NewID("tr_"),
 		from:         from,
 		to:           to,
 		asset:        "USDG",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -139,9 +140,9 @@ func recipientName(text string, a *account, addr common.Address) string {
 // external wallet has no side.
 func (s *Server) emitTransferLocked(n *network, kind string, t *transfer) {
 	now := s.clock.Now()
-	s.recordEventLocked(n, &event{id: newID("evt_"), kind: kind, at: now, side: t.from, alsoOwner: true, t: t})
+	s.recordEventLocked(n, &event{id: names.NewID("evt_"), kind: kind, at: now, side: t.from, alsoOwner: true, t: t})
 	if t.to != nil {
-		s.recordEventLocked(n, &event{id: newID("evt_"), kind: kind, at: now, side: t.to, alsoOwner: true, t: t, received: true})
+		s.recordEventLocked(n, &event{id: names.NewID("evt_"), kind: kind, at: now, side: t.to, alsoOwner: true, t: t, received: true})
 	}
 }
 
@@ -156,7 +157,7 @@ func (s *Server) emitAgentTransactionLocked(n *network, kind string, h *heldTx) 
 	if counterparty == "" && h.p != nil {
 		counterparty = recipientName(h.p.toText, h.p.to, h.p.toAddr)
 	}
-	id := newID("evt_")
+	id := names.NewID("evt_")
 	ev := &webhookverify.AgentTransactionEvent{
 		Event:         kind,
 		EventID:       id,
@@ -184,7 +185,7 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 		return
 	}
 	now := s.clock.Now()
-	id := newID("evt_")
+	id := names.NewID("evt_")
 	if changed == nil {
 		changed = []string{}
 	}

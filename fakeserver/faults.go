@@ -8,6 +8,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 // Fault actions.
@@ -176,7 +177,7 @@ func (s *Server) AddFault(f Fault) (string, error) {
 	if apiErr := f.validate(); apiErr != nil {
 		return "", apiErr
 	}
-	f.ID = newID("flt_")
+	f.ID = names.NewID("flt_")
 	f.Used = 0
 	if f.TransferID != "" {
 		if err := s.FailTransferAtConfirmation(f.TransferID); err != nil {

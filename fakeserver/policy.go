@@ -6,10 +6,10 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
-	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
-// Spend policies: the glue between the pure rules (internal/policy) and
+// Spend policies: the glue between the pure rules (internal/rules) and
 // the server. An agent's policy is an identity attribute, shared by both
 // networks. A policy value is immutable: a PATCH installs a new value under
 // the same policy id, so everything judged after the change sees the new

@@ -22,6 +22,7 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
@@ -376,7 +377,7 @@ func (s *Server) routes() http.Handler {
 		// Whatever listener this came through is the server's own: no
 		// webhook may deliver to it (selfguard.go).
 		s.self.learnNetAddr(r.Context().Value(http.LocalAddrContextKey))
-		w.Header().Set("X-Request-Id", newID("req_"))
+		w.Header().Set("X-Request-Id", names.NewID("req_"))
 		mux.ServeHTTP(w, r)
 	})
 }
@@ -387,7 +388,7 @@ func (s *Server) dispatch(rs []route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
 		if c.reqID == "" {
-			c.reqID = newID("req_")
+			c.reqID = names.NewID("req_")
 			w.Header().Set("X-Request-Id", c.reqID)
 		}
 		if apiErr := s.checkAdminToken(r); apiErr != nil {

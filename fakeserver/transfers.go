@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +18,8 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
-	rules "github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -103,9 +103,6 @@ type payment struct {
 
 // ---- recipients ----
 
-// recipientRE is an @handle or an @owner/agent handle, in any case.
-var recipientRE = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}(/[A-Za-z0-9_-]{1,32})?$`)
-
 // recipient kinds.
 const (
 	toHandle = iota + 1
@@ -121,17 +118,17 @@ func parseRecipient(text string) (kind int, key string, addr common.Address, api
 	case text == "":
 		return 0, "", addr, errInvalid("to", "to is required")
 	case strings.HasPrefix(text, "@"):
-		if !recipientRE.MatchString(text) {
+		if !names.IsHandle(text) && !names.IsAgentHandle(text) {
 			return 0, "", addr, errInvalid("to", "to is not a valid handle: @ then 3 to 20 of A-Z a-z 0-9 _, optionally /agent-name")
 		}
 		return toHandle, strings.ToLower(text), addr, nil
 	case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
-		a, err := parseAddress(text)
+		a, err := names.ParseAddress(text)
 		if err != nil {
 			return 0, "", addr, errInvalid("to", "to: "+err.Error())
 		}
 		return toAddress, strings.ToLower(a.Hex()), a, nil
-	case validDomain(text):
+	case names.IsDomain(text):
 		return toDomain, strings.ToLower(text), addr, nil
 	}
 	return 0, "", addr, errInvalid("to", "to must be an @handle, an @owner/agent handle, a 0x address or a registered domain name")
@@ -287,7 +284,7 @@ func (s *Server) newTransferIDLocked() string {
 	if len(seq) < 8 {
 		seq = strings.Repeat("0", 8-len(seq)) + seq
 	}
-	return "tr_" + seq + randomText(lowerAlnum, 12)
+	return "tr_" + seq + names.Random(names.LowerAlnum, 12)
 }
 
 // txHash is the keccak-256 of the transfer's canonical encoding with the
@@ -471,9 +468,6 @@ type createTransferRequest struct {
 	Memo         *string `json:"memo"`
 }
 
-// maxMemo is the longest memo, in bytes.
-const maxMemo = 1024
-
 // parseCreateTransfer checks a create body as far as it can without state.
 func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 	var req createTransferRequest
@@ -499,7 +493,7 @@ func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 		p.confidential = *req.Confidential
 	}
 	if req.Memo != nil {
-		if len(*req.Memo) > maxMemo {
+		if len(*req.Memo) > decrypt.MaxMemoBytes {
 			return nil, errInvalid("memo", "memo is longer than 1024 bytes")
 		}
 		p.memo = *req.Memo

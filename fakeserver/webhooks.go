@@ -9,6 +9,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -192,12 +193,12 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 			"an account may have at most "+strconv.Itoa(maxSubscriptions)+" webhook subscriptions per network; delete one first")
 	}
 	sub := &subscription{
-		id:        newID("wh_"),
+		id:        names.NewID("wh_"),
 		net:       c.net,
 		acct:      c.acct,
 		url:       req.url,
 		events:    req.events,
-		secret:    confpay.Secret("whsec_" + randomText(base62, 32)),
+		secret:    confpay.Secret("whsec_" + names.Random(names.Base62, 32)),
 		createdAt: s.clock.Now(),
 	}
 	b.subs[sub.id] = sub

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -225,8 +226,8 @@ func TestEmitAgentTransactionEventsGoToOwner(t *testing.T) {
 	whSubscribe(t, bot, rbot.url(), webhookverify.Kinds()...)
 
 	p := &payment{from: bot.acct, to: bob.acct, toAddr: bob.acct.address, toText: "@bob", asset: "USDG", units: whUnits, confidential: true}
-	held := &heldTx{id: newID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
-	rejected := &heldTx{id: newID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
+	held := &heldTx{id: names.NewID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
+	rejected := &heldTx{id: names.NewID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
 	s.mu.Lock()
 	n := s.nets[confpay.NetworkTest]
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionPendingApproval, held)

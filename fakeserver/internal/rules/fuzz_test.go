@@ -1,10 +1,12 @@
-package policy
+package rules
 
 import (
 	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 // render writes p as a creation body, from its accessors.
@@ -154,7 +156,7 @@ func FuzzRecipient(f *testing.F) {
 		case entry[0] == '*':
 			return
 		case len(entry) > 1 && entry[:2] == "0x":
-			a, _ := parseAddress(entry)
+			a, _ := names.ParseAddress(entry)
 			to.Address = a
 		default:
 			to.Domains = []string{entry}

@@ -1,11 +1,11 @@
-package policy_test
+package rules_test
 
 import (
 	"math/big"
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
-	"github.com/confpay/confpay-go/fakeserver/internal/policy"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
 // FuzzLimitGrammarAgreesWithSDK holds the server's limit parser and the
@@ -20,9 +20,9 @@ func FuzzLimitGrammarAgreesWithSDK(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	cap := big.NewInt(policy.MaxLimit)
+	cap := big.NewInt(rules.MaxLimit)
 	f.Fuzz(func(t *testing.T, s string) {
-		micro, err := policy.ParseMicro(s)
+		micro, err := rules.ParseMicro(s)
 		l, sdkErr := confpay.ParseLimit(s)
 		if sdkErr != nil {
 			if err == nil {

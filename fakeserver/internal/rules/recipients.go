@@ -1,31 +1,19 @@
-package policy
+package rules
 
 import (
-	"encoding/hex"
 	"errors"
-	"regexp"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/common"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
 // MaxRecipients is the most entries allowed_recipients may hold.
 const MaxRecipients = 100
 
 var (
-	handleRE      = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}$`)
-	agentHandleRE = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}/[A-Za-z0-9_-]{1,32}$`)
-	domainRE      = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
-)
-
-var (
 	errRecipientShape = errors.New("must be an @handle, an @owner/agent handle, a 0x address, a domain name or *.domain")
 	errWildcard       = errors.New(`a wildcard must be "*." then a domain name with at least two labels, such as *.example.com`)
-	errAddress        = errors.New("must be 0x then 40 hex digits, and mixed case must pass the EIP-55 checksum")
 )
-
-// validDomain reports whether s is a DNS name of at least two labels.
-func validDomain(s string) bool { return len(s) <= 253 && domainRE.MatchString(s) }
 
 // Recipient is what a payment's recipient is called: every name of it a
 // policy entry may match. An external wallet has only its address.
@@ -49,7 +37,7 @@ type recipients struct {
 func (r *recipients) add(entry string) (dup bool, err error) {
 	switch {
 	case strings.HasPrefix(entry, "@"):
-		if !handleRE.MatchString(entry) && !agentHandleRE.MatchString(entry) {
+		if !names.IsHandle(entry) && !names.IsAgentHandle(entry) {
 			return false, errRecipientShape
 		}
 		k := strings.ToLower(entry)
@@ -58,7 +46,7 @@ func (r *recipients) add(entry string) (dup bool, err error) {
 		}
 		r.handles[k] = struct{}{}
 	case strings.HasPrefix(entry, "0x") || strings.HasPrefix(entry, "0X"):
-		a, err := parseAddress(entry)
+		a, err := names.ParseAddress(entry)
 		if err != nil {
 			return false, err
 		}
@@ -68,7 +56,7 @@ func (r *recipients) add(entry string) (dup bool, err error) {
 		r.addrs[a] = struct{}{}
 	case strings.HasPrefix(entry, "*"):
 		rest, ok := strings.CutPrefix(entry, "*.")
-		if !ok || !validDomain(rest) {
+		if !ok || !names.IsDomain(rest) {
 			return false, errWildcard
 		}
 		suffix := "." + strings.ToLower(rest)
@@ -82,7 +70,7 @@ func (r *recipients) add(entry string) (dup bool, err error) {
 		if strings.Contains(entry, "*") {
 			return false, errWildcard
 		}
-		if !validDomain(entry) {
+		if !names.IsDomain(entry) {
 			return false, errRecipientShape
 		}
 		k := strings.ToLower(entry)
@@ -93,23 +81,6 @@ func (r *recipients) add(entry string) (dup bool, err error) {
 	}
 	r.list = append(r.list, entry)
 	return false, nil
-}
-
-// parseAddress checks a 0x address: 40 hex digits; mixed case must pass
-// the EIP-55 checksum.
-func parseAddress(s string) ([20]byte, error) {
-	if len(s) != 42 || s[:2] != "0x" {
-		return [20]byte{}, errAddress
-	}
-	raw := s[2:]
-	var a [20]byte
-	if _, err := hex.Decode(a[:], []byte(raw)); err != nil {
-		return [20]byte{}, errAddress
-	}
-	if raw != strings.ToLower(raw) && raw != strings.ToUpper(raw) && common.Address(a).Hex() != s {
-		return [20]byte{}, errAddress
-	}
-	return a, nil
 }
 
 // match reports whether any of to's names matches an entry: its handle or

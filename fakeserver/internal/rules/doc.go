@@ -1,4 +1,4 @@
-// Package policy holds the pure rules of an agent's spend policy: the
+// Package rules holds the pure rules of an agent's spend policy: the
 // Policy value, parsing and validation of a policy body (whole, on agent
 // creation, or a PATCH validated as the merged result), recipient patterns,
 // active hours, and Judge, the one function that decides an agent payment.
@@ -30,4 +30,4 @@
 // No answer depends on the balance except the last refusal of a payment
 // that would otherwise move money at once: an agent key learns nothing of
 // its balance from held payments.
-package policy
+package rules
