@@ -417,9 +417,22 @@ func (s *Server) RegisterDomain(accountRef, domain string) error {
 
 // ---- authentication ----
 
+// errUnauthorized is 401 unauthorized: no key, or a key that is unknown,
+// revoked or of another network.
+func errUnauthorized() *apiError {
+	return newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
+}
+
+// kycOK reports whether a's verification lets it move money.
+func (s *Server) kycOK(a *account) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.kycOK()
+}
+
 // authenticate resolves the bearer key, or answers 401 unauthorized.
 func (s *Server) authenticate(c *call) *apiError {
-	unauthorized := newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
+	unauthorized := errUnauthorized()
 	secret, ok := bearerCredential(c.r)
 	if !ok {
 		return unauthorized

@@ -15,7 +15,6 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/fakeserver/internal/rules"
-	"github.com/confpay/confpay-go/webhookverify"
 )
 
 // Agents, agent payments and held payments.
@@ -150,92 +149,6 @@ func (w *spendWindow) add(at time.Time, amount int64, t *transfer) {
 
 // ---- the one judge ----
 
-// recipientOf names a payment's recipient for the policy: every name of
-// the account (handle, address, domains), or the bare address of an
-// external wallet.
-func recipientOf(p *payment) rules.Recipient {
-	if p.to == nil {
-		return rules.Recipient{Address: p.toAddr}
-	}
-	return rules.Recipient{Handle: p.to.handle, Address: p.to.address, Domains: p.to.domains}
-}
-
-// judgeLocked gathers the facts of an agent's payment on n and judges it
-// under the agent's policy in force now. It returns the outcome and the
-// payment's USDG equivalent in micro-USDG. mode is rules.Payment for the
-// agent paying and rules.Approval for the owner's approval re-check.
-func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Outcome, int64, *apiError) {
-	agent := p.from
-	if agent.policy == nil {
-		return 0, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "the agent has no spend policy")
-	}
-	amount, err := s.assets.equivalent(p.asset, p.units)
-	if err != nil {
-		return 0, 0, errInvalid("asset", "asset must be USDG or ETH")
-	}
-	now := s.clock.Now()
-	f := rules.Facts{
-		Active: agent.agentStatus == confpay.AgentActive,
-		Asset:  p.asset,
-		Amount: amount,
-		To:     recipientOf(p),
-		Now:    now,
-		Spent:  n.held.window(agent).total(now),
-		Funded: n.ledger.Available(agent.id, p.asset).Cmp(p.units) >= 0,
-	}
-	return agent.policy.rules.Judge(&f, mode), amount, nil
-}
-
-// refusal is the error answer of a refusing outcome.
-func refusal(o rules.Outcome) *apiError {
-	switch o {
-	case rules.NotActive:
-		return newError(http.StatusForbidden, confpay.CodeAgentNotActive, "the agent is not active")
-	case rules.InsufficientBalance:
-		return newError(http.StatusPaymentRequired, confpay.CodeInsufficientBalance, "the available balance does not cover the payment")
-	}
-	return newError(http.StatusForbidden, confpay.CodePolicyViolation, "the payment breaks the agent's spend policy: "+o.Rule()).withRule(o.Rule())
-}
-
-// agentPayLocked judges an agent's payment (the one place every rule is
-// enforced), then holds it, or submits it and records its spend. Exactly
-// one of the transfer and the held payment is set on success.
-func (s *Server) agentPayLocked(n *network, p *payment, k *apiKey) (*transfer, *heldTx, *apiError) {
-	o, amount, apiErr := s.judgeLocked(n, p, rules.Payment)
-	if apiErr != nil {
-		return nil, nil, apiErr
-	}
-	switch o {
-	case rules.Submit:
-		t, apiErr := s.submitLocked(n, p, k)
-		if apiErr != nil {
-			return nil, nil, apiErr
-		}
-		n.held.window(p.from).add(s.clock.Now(), amount, t)
-		return t, nil, nil
-	case rules.Hold:
-		if n.held.waiting[p.from] >= s.maxHeld {
-			return nil, nil, errHeldCap()
-		}
-		return nil, s.holdLocked(n, p, k), nil
-	}
-	return nil, nil, refusal(o)
-}
-
-// heldCapRetryAfter is the Retry-After of a payment refused by the cap:
-// room comes back only when the owner decides or a payment expires.
-const heldCapRetryAfter = "60"
-
-// errHeldCap is the answer to a payment that would be held while the agent
-// already has the most payments waiting for a decision: 429 rate_limited,
-// and nothing is held (decisions.md).
-func errHeldCap() *apiError {
-	e := newError(http.StatusTooManyRequests, confpay.CodeRateLimited,
-		"the agent has too many payments waiting for the owner's decision; retry once some are decided")
-	e.retryAfter = heldCapRetryAfter
-	return e
-}
-
 // DefaultMaxHeldPerAgent is how many payments may wait for a decision per
 // agent and network unless WithMaxHeldPerAgent or SetMaxHeldPerAgent says
 // otherwise.
@@ -250,52 +163,6 @@ func (s *Server) SetMaxHeldPerAgent(n int) {
 	s.maxHeld = max(n, 1)
 }
 
-// holdLocked records a payment for the owner's decision, schedules its
-// expiry and emits agent.transaction.pending_approval. Nothing is
-// reserved.
-func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
-	now := s.clock.Now()
-	h := &heldTx{
-		id:           names.NewID("atx_"),
-		agent:        p.from,
-		p:            p,
-		toText:       p.toText,
-		asset:        p.asset,
-		confidential: p.confidential,
-		key:          k,
-		status:       heldPending,
-		requestedAt:  now,
-		expiresAt:    now.Add(s.opts.approvalWindow),
-	}
-	n.held.byID[h.id] = h
-	owner := h.agent.owner
-	if n.held.pending[owner] == nil {
-		n.held.pending[owner] = map[string]*heldTx{}
-	}
-	n.held.pending[owner][h.id] = h
-	n.held.waiting[h.agent]++
-	h.timer = s.clock.At(h.expiresAt, func(time.Time) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.expireLocked(n, h)
-	})
-	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionPendingApproval, h)
-	return h
-}
-
-// expireLocked closes a held payment's window: it leaves the pending list
-// and every later decision answers 409. It does nothing to a payment that
-// is no longer awaiting a decision.
-func (s *Server) expireLocked(n *network, h *heldTx) {
-	if h.status != heldPending {
-		return
-	}
-	h.status = heldExpired
-	h.timer.Stop()
-	h.p = nil // the amount and memo are not needed any more
-	n.held.leavePendingLocked(h)
-}
-
 // leavePendingLocked takes a held payment off its owner's pending list and
 // its agent's count.
 func (b *heldBook) leavePendingLocked(h *heldTx) {
@@ -303,17 +170,6 @@ func (b *heldBook) leavePendingLocked(h *heldTx) {
 	if b.waiting[h.agent]--; b.waiting[h.agent] <= 0 {
 		delete(b.waiting, h.agent)
 	}
-}
-
-// decidedLocked records a decision: the payment leaves the book, so a
-// second decision is 404.
-func (s *Server) decidedLocked(n *network, h *heldTx, status string) {
-	now := s.clock.Now()
-	h.status = status
-	h.decidedAt = &now
-	h.timer.Stop()
-	delete(n.held.byID, h.id)
-	n.held.leavePendingLocked(h)
 }
 
 // heldCreateAnswer is the 202 body of POST /v1/transfers for a payment
@@ -496,73 +352,10 @@ func (s *Server) handleListPending(c *call) (int, any, error) {
 
 // ---- POST /v1/agents/transactions/{transaction_id}/approve and /reject ----
 
-// decisionLocked finds the held payment a decision is about: 404
-// transaction_not_found when unknown (or already decided, or of the other
-// network), 403 not_agent_owner when the caller is not the agent's owner,
-// 409 transaction_expired once expires_at is reached.
-func (s *Server) decisionLocked(c *call) (*heldTx, *apiError) {
-	h, ok := c.net.held.byID[c.r.PathValue("transaction_id")]
-	if !ok {
-		return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held transaction with that id awaits a decision")
-	}
-	if h.agent.owner != c.acct {
-		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "only the agent's owner may decide its held payments")
-	}
-	if h.status == heldPending && !s.clock.Now().Before(h.expiresAt) {
-		s.expireLocked(c.net, h)
-	}
-	if h.status == heldExpired {
-		return nil, newError(http.StatusConflict, confpay.CodeTransactionExpired, "the approval window has closed")
-	}
-	return h, nil
-}
-
-// handleApprove re-checks the payment against the policy in force now
-// (asset, recipient, per-transaction limit, daily limit, balance; and the
-// owner's KYC status, as for any transfer) and submits it at once. A
-// failed check answers that check's error and the payment stays held.
 func (s *Server) handleApprove(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, apiErr := s.decisionLocked(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	if !h.agent.kycOK() {
-		// No money moves for an account whose verification lapsed, not
-		// even by approval; the payment stays held.
-		return 0, nil, errKYC()
-	}
-	n := c.net
-	o, amount, apiErr := s.judgeLocked(n, h.p, rules.Approval)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	if o != rules.Submit {
-		return 0, nil, refusal(o)
-	}
-	t, apiErr := s.recordTransferLocked(n, h.p, h.key)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	n.held.window(h.agent).add(s.clock.Now(), amount, t)
-	h.transfer = t
-	s.decidedLocked(n, h, heldApproved)
-	// The approval is announced first, then the transfer it submitted.
-	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
-	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
-	return http.StatusOK, h.view(), nil
+	return s.approve(c.key, c.r.PathValue("transaction_id"))
 }
 
-// handleReject discards a held payment: nothing moves.
 func (s *Server) handleReject(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, apiErr := s.decisionLocked(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	s.decidedLocked(c.net, h, heldRejected)
-	s.emitAgentTransactionLocked(c.net, webhookverify.KindAgentTransactionRejected, h)
-	return http.StatusOK, h.view(), nil
+	return s.reject(c.key, c.r.PathValue("transaction_id"))
 }

@@ -22,6 +22,7 @@ func TestAgentsDecisionAtExpiryBeforeTimer(t *testing.T) {
 	n := s.nets[confpay.NetworkTest]
 	s.mu.Lock()
 	h := s.holdLocked(n, &payment{from: agent, to: bob, toAddr: bob.address, toText: "@bob", asset: "USDG", units: big.NewInt(5_000_000), confidential: true}, nil)
+	ownerKey := s.keysByID[s.issueKeyLocked(agent.owner, confpay.NetworkTest, "owner").KeyID]
 	s.mu.Unlock()
 	if s.clock.Pending() != 1 {
 		t.Fatalf("%d timers, want the expiry", s.clock.Pending())
@@ -32,7 +33,7 @@ func TestAgentsDecisionAtExpiryBeforeTimer(t *testing.T) {
 	for _, verb := range []string{"approve", "reject"} {
 		r := httptest.NewRequest("POST", "/v1/agents/transactions/"+h.id+"/"+verb, nil)
 		r.SetPathValue("transaction_id", h.id)
-		c := &call{s: s, r: r, acct: agent.owner, net: n}
+		c := &call{s: s, r: r, acct: agent.owner, net: n, key: ownerKey}
 		handler := s.handleApprove
 		if verb == "reject" {
 			handler = s.handleReject

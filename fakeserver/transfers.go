@@ -19,8 +19,6 @@ import (
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
-	"github.com/confpay/confpay-go/fakeserver/internal/rules"
-	"github.com/confpay/confpay-go/webhookverify"
 )
 
 // transfer is one payment on one network. It is kept lean: a million of
@@ -88,19 +86,6 @@ func (b *transferBook) index(a *account, t *transfer) {
 	b.byAcct[a] = list
 }
 
-// payment is a request to move money: a direct transfer, an agent payment,
-// or an approved held payment being submitted.
-type payment struct {
-	from         *account
-	to           *account       // nil for an external wallet
-	toAddr       common.Address // the recipient's address
-	toText       string         // the recipient as the payer wrote it
-	asset        string
-	units        *big.Int // base units of asset, > 0
-	confidential bool
-	memo         string
-}
-
 // ---- recipients ----
 
 // recipient kinds.
@@ -134,146 +119,7 @@ func parseRecipient(text string) (kind int, key string, addr common.Address, api
 	return 0, "", addr, errInvalid("to", "to must be an @handle, an @owner/agent handle, a 0x address or a registered domain name")
 }
 
-// resolveRecipientLocked resolves a handle, agent handle, 0x address or
-// registered domain: 404 recipient_not_found, or 400 for a bad address.
-// An unknown address is an external wallet: (nil, address, nil).
-func (s *Server) resolveRecipientLocked(text string) (*account, common.Address, *apiError) {
-	kind, key, addr, apiErr := parseRecipient(text)
-	if apiErr != nil {
-		return nil, common.Address{}, apiErr
-	}
-	notFound := newError(http.StatusNotFound, confpay.CodeRecipientNotFound, "no account behind that recipient").withParam("to")
-	switch kind {
-	case toHandle:
-		if a := s.byHandle[key]; a != nil {
-			return a, a.address, nil
-		}
-		return nil, common.Address{}, notFound
-	case toAddress:
-		if a := s.byAddr[key]; a != nil {
-			return a, a.address, nil
-		}
-		return nil, addr, nil
-	default:
-		if a := s.domains[key]; a != nil {
-			return a, a.address, nil
-		}
-		return nil, common.Address{}, notFound
-	}
-}
-
-// recipientText is how a transfer names its recipient: the registered
-// handle for a handle, the checksummed address for an address, the domain
-// in lower case for a domain.
-func recipientText(text string, to *account, addr common.Address) string {
-	switch {
-	case strings.HasPrefix(text, "@") && to != nil:
-		return to.handle
-	case strings.HasPrefix(text, "0x") || strings.HasPrefix(text, "0X"):
-		return addr.Hex()
-	}
-	return strings.ToLower(text)
-}
-
-// confidentialReady reports whether a recipient can receive a confidential
-// transfer: an account with an encryption key (an agent uses its owner's).
-// External wallets never are.
-func confidentialReady(to *account) bool { return to != nil && to.encryptionKey() != nil }
-
 // ---- submission and lifecycle ----
-
-// submitLocked checks the balance (402), reserves the amount, records the
-// transfer as pending, schedules its confirmation, counts it on the key and
-// emits transfer.initiated. k may be nil (approval by the owner: counted on
-// the approving key is the caller's choice).
-func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
-	t, apiErr := s.recordTransferLocked(n, p, k)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
-	return t, nil
-}
-
-// recordTransferLocked is submitLocked without the transfer.initiated
-// event, for a caller that must announce something first (an approval is
-// announced before the transfer it submits).
-func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
-	units := new(big.Int).Set(p.units)
-	if n.ledger.Reserve(p.from.id, p.asset, units) != nil {
-		return nil, newError(http.StatusPaymentRequired, confpay.CodeInsufficientBalance,
-			"the account does not hold enough "+p.asset+" for this payment")
-	}
-	now := s.clock.Now()
-	t := &transfer{
-		id:           s.newTransferIDLocked(),
-		from:         p.from,
-		to:           p.to,
-		toAddr:       p.toAddr,
-		toText:       p.toText,
-		asset:        p.asset,
-		units:        units,
-		confidential: p.confidential,
-		memo:         p.memo,
-		status:       confpay.StatusPending,
-		createdAt:    now,
-		key:          k,
-	}
-	t.txHash = txHash(n.chainID, t)
-	n.transfers.byID[t.id] = t
-	n.transfers.pending[t] = struct{}{}
-	n.transfers.index(t.from, t)
-	if t.to != nil && t.to != t.from {
-		n.transfers.index(t.to, t)
-	}
-	t.timer = s.clock.At(now.Add(s.opts.blockTime), func(at time.Time) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.confirmLocked(n, t, at)
-	})
-	return t, nil
-}
-
-// confirmLocked settles a pending transfer at now (or fails it, when a
-// fault says so). Anything but a pending transfer is left alone.
-func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
-	if t.status != confpay.StatusPending {
-		return
-	}
-	if t.failAtConfirm {
-		s.failLocked(n, t, now)
-		return
-	}
-	delete(n.transfers.pending, t)
-	t.timer.Stop()
-	t.timer = nil
-	to := ""
-	if t.to != nil { // else an external wallet
-		to = t.to.id
-	}
-	n.ledger.Settle(t.from.id, to, t.asset, t.units)
-	t.status = confpay.StatusConfirmed
-	t.confirmedAt = &now
-	if t.key != nil && t.asset == confpay.AssetUSDG {
-		t.key.usdgMoved.Add(t.key.usdgMoved, t.units)
-	}
-	s.emitTransferLocked(n, webhookverify.KindTransferConfirmed, t)
-}
-
-// failLocked fails a pending transfer: its reservation goes back to the
-// sender and nothing moves.
-func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
-	if t.status != confpay.StatusPending {
-		return
-	}
-	delete(n.transfers.pending, t)
-	t.timer.Stop()
-	t.timer = nil
-	n.ledger.Release(t.from.id, t.asset, t.units)
-	t.status = confpay.StatusFailed
-	t.failedAt = &now
-	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
-}
 
 // newTransferIDLocked returns "tr_", 8 base-36 digits of a server-wide
 // sequence, and 12 random lowercase alphanumerics: opaque to clients, and
@@ -506,64 +352,14 @@ func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 }
 
 func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
-	s.mu.Lock()
-	kycOK := c.acct.kycOK()
-	s.mu.Unlock()
-	if !kycOK {
+	if !s.kycOK(c.acct) { // KYC is answered before the body is looked at
 		return 0, nil, errKYC()
 	}
 	p, apiErr := parseCreateTransfer(c.body, s.assets)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !c.acct.kycOK() {
-		return 0, nil, errKYC()
-	}
-	if c.acct.isAgent() && c.acct.agentStatus != confpay.AgentActive {
-		// An agent's status is its first check (decisions.md), before the
-		// recipient is looked at.
-		return 0, nil, refusal(rules.NotActive)
-	}
-	to, addr, apiErr := s.resolveRecipientLocked(p.toText)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	if to == c.acct || addr == c.acct.address {
-		return 0, nil, errInvalid("to", "a payment to yourself is not allowed")
-	}
-	if p.confidential && !confidentialReady(to) {
-		return 0, nil, newError(http.StatusUnprocessableEntity, confpay.CodeRecipientNotConfidentialReady,
-			"the recipient wallet lacks confidential token support; resend with confidential set to false to pay publicly").withParam("to")
-	}
-	p.from, p.to, p.toAddr = c.acct, to, addr
-	p.toText = recipientText(p.toText, to, addr)
-
-	var t *transfer
-	if c.acct.isAgent() {
-		var h *heldTx
-		t, h, apiErr = s.agentPayLocked(c.net, p, c.key)
-		if apiErr != nil {
-			return 0, nil, apiErr
-		}
-		if h != nil {
-			return http.StatusAccepted, heldCreateAnswer(h), nil
-		}
-	} else {
-		t, apiErr = s.submitLocked(c.net, p, c.key)
-		if apiErr != nil {
-			return 0, nil, apiErr
-		}
-	}
-	if c.failAtConfirm {
-		t.failAtConfirm = true
-	}
-	return http.StatusCreated, createView(t), nil
-}
-
-func errKYC() *apiError {
-	return newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification is incomplete: kyc_status must be verified or enhanced")
+	return s.pay(c.key, p, c.failAtConfirm)
 }
 
 // ---- GET /v1/transfers/{transfer_id} ----
@@ -820,62 +616,4 @@ func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 		}
 	}
 	return nil, nil
-}
-
-// Settle confirms every pending transfer on both networks now, oldest
-// first, as if their blocks had all been mined, and returns how many it
-// confirmed. A transfer scripted to fail at confirmation fails instead.
-func (s *Server) Settle() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	count := 0
-	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		n := s.nets[name]
-		ts := make([]*transfer, 0, len(n.transfers.pending))
-		for t := range n.transfers.pending {
-			ts = append(ts, t)
-		}
-		sort.Slice(ts, func(i, j int) bool { return ts[i].before(ts[j]) })
-		for _, t := range ts {
-			s.confirmLocked(n, t, now)
-			if t.status == confpay.StatusConfirmed {
-				count++
-			}
-		}
-	}
-	return count
-}
-
-// FailTransfer fails a pending transfer now: its reservation goes back to
-// the sender, nothing moves, and transfer.failed is emitted. A transfer
-// that is not pending is a 409-style error.
-func (s *Server) FailTransfer(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, t := s.findTransferLocked(id)
-	if t == nil {
-		return errNotFound("no transfer " + id)
-	}
-	if t.status != confpay.StatusPending {
-		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
-	}
-	s.failLocked(n, t, s.clock.Now())
-	return nil
-}
-
-// FailTransferAtConfirmation scripts a pending transfer to fail when its
-// confirmation comes, instead of settling.
-func (s *Server) FailTransferAtConfirmation(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, t := s.findTransferLocked(id)
-	if t == nil {
-		return errNotFound("no transfer " + id)
-	}
-	if t.status != confpay.StatusPending {
-		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
-	}
-	t.failAtConfirm = true
-	return nil
 }
