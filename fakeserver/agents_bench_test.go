@@ -47,7 +47,7 @@ func BenchmarkAgentHeldExpiry100k(b *testing.B) {
 	const held = 100_000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s := NewServer(WithApprovalWindow(time.Hour))
+		s := NewUnstartedServer(WithApprovalWindow(time.Hour))
 		agent, bob := agentForBench(b, s, `{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 1}`)
 		n := s.nets[confpay.NetworkTest]
 		for j := 0; j < held; j += 1000 { // 100 batches, a second apart
@@ -82,7 +82,7 @@ func BenchmarkAgentHeldExpiry100k(b *testing.B) {
 // recipient names, window spend over 20 earlier payments, available
 // balance) and judging a restricted policy. Goal: under 5 µs.
 func BenchmarkAgentPolicyCheck(b *testing.B) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	defer s.Close()
 	agent, bob := agentForBench(b, s, `{"daily_limit_usdg": 5000, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 40,
 		"allowed_recipients": ["@carol", "@dave/bot", "0x52908400098527886E0F7030069857D2E4169EE7", "api.market", "*.example.com", "@bob"],
@@ -112,7 +112,7 @@ func BenchmarkAgentPolicyCheck(b *testing.B) {
 func BenchmarkAgentExpiryFloor100k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s := NewServer(WithApprovalWindow(time.Hour))
+		s := NewUnstartedServer(WithApprovalWindow(time.Hour))
 		for j := 0; j < 100_000; j += 1000 {
 			for k := 0; k < 1000; k++ {
 				s.clock.At(s.clock.Now().Add(time.Hour), func(time.Time) { lockAndRelease(&s.mu) })

@@ -15,7 +15,6 @@ import (
 // payment over the per-transaction limit is refused with its rule.
 func Example_agentApproval() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 	ctx := context.Background()
 

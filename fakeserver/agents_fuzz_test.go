@@ -27,7 +27,7 @@ func FuzzAgentsPolicyPatch(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	srv := fakeserver.NewServer()
+	srv := fakeserver.NewUnstartedServer()
 	defer srv.Close()
 	owner, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@owner"})
 	if err != nil {

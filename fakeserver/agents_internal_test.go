@@ -16,7 +16,7 @@ import (
 // clock the timer can trail a request by a moment), and the payment is
 // expired on the spot.
 func TestAgentsDecisionAtExpiryBeforeTimer(t *testing.T) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	defer s.Close()
 	agent, bob := agentForBench(t, s, `{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 1}`)
 	n := s.nets[confpay.NetworkTest]
@@ -101,7 +101,7 @@ func TestAgentsSpendWindow(t *testing.T) {
 // TestAgentsResetDropsHeld: Reset forgets held payments; their timers
 // still fire harmlessly.
 func TestAgentsResetDropsHeld(t *testing.T) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	defer s.Close()
 	agent, bob := agentForBench(t, s, `{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 1}`)
 	n := s.nets[confpay.NetworkTest]

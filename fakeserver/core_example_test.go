@@ -20,7 +20,6 @@ import (
 // Close.
 func ExampleNewServer() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
@@ -52,7 +51,6 @@ func ExampleNewServer() {
 // answers 503, and the SDK's retry goes through once, exactly.
 func ExampleServer_AddFault() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	_, _ = srv.CreateAccount(fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
@@ -78,7 +76,6 @@ func ExampleServer_AddFault() {
 // verifies it against the current ciphertexts and returns what it opens.
 func ExampleServer_proof() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "42.000001")
@@ -104,7 +101,6 @@ func ExampleServer_proof() {
 // languages and for curl against the binary.
 func ExampleServer_Handler() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 	post := func(path, body string) int {
 		resp, err := http.Post(srv.URL()+path, "application/json", strings.NewReader(body))

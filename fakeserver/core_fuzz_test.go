@@ -106,7 +106,7 @@ func FuzzParseRecipient(f *testing.F) {
 
 // fuzzServer is a server with @alice (funded, key) and @bob.
 func fuzzServer(f *testing.F) (*Server, string) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	f.Cleanup(s.Close)
 	alice, err := s.CreateAccount(AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {

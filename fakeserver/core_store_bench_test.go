@@ -16,7 +16,7 @@ import (
 // submitted directly (no HTTP), all confirmed. Every transfer touches
 // accounts[0], so that it lists all n.
 func benchStore(tb testing.TB, n, accounts int) (*Server, []*account) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	tb.Cleanup(s.Close)
 	var accts []*account
 	for i := range accounts {
@@ -72,7 +72,7 @@ func heapInUse() uint64 {
 func BenchmarkTransferMemory(b *testing.B) {
 	const n = 1_000_000
 	for range b.N {
-		s := NewServer()
+		s := NewUnstartedServer()
 		var accts []*account
 		for i := range 100 {
 			info, err := s.CreateAccount(AccountParams{Handle: fmt.Sprintf("@mem%04d", i), GenerateEncryptionKey: true})

@@ -220,7 +220,7 @@ func TestReplayNeedsAnEventOfTheAccount(t *testing.T) {
 }
 
 func TestCloseDoesNotWaitForAHangingReceiver(t *testing.T) {
-	s := NewServer() // the default 10 s timeout
+	s := NewUnstartedServer() // the default 10 s timeout
 	s.Start()
 	t.Cleanup(s.Close)
 	rc := newWHReceiver(t, s, whAlways(0))
@@ -351,7 +351,7 @@ func TestDeleteDropsWaitingAttempts(t *testing.T) {
 // TestResetAfterCloseStartsNoWorkers: a Reset after (or racing) Close must
 // not start a new delivery pool that nothing will ever stop.
 func TestResetAfterCloseStartsNoWorkers(t *testing.T) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	s.Close()
 	s.Reset()
 	s.mu.Lock()
@@ -366,7 +366,7 @@ func TestResetAfterCloseStartsNoWorkers(t *testing.T) {
 // TestResetStopsHeldExpiryTimers: Reset leaves no timer of the old state
 // on the clock.
 func TestResetStopsHeldExpiryTimers(t *testing.T) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	defer s.Close()
 	agent, bob := agentForBench(t, s, `{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50, "hitl_threshold_usdg": 1}`)
 	s.mu.Lock()

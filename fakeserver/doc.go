@@ -11,9 +11,10 @@
 //	client, _ := srv.Client(alice.TestKey.Reveal())
 //	// ... use client; srv.Advance(time.Second) confirms what was sent.
 //
-// Servers share nothing: New is safe in parallel tests. NewServer (with
-// Start and Close) serves outside tests, Handler mounts the server in your
-// own http.Server, and the command confpay-fakeserver runs it standalone.
+// Servers share nothing: New is safe in parallel tests. Outside tests,
+// NewServer returns a started server (as httptest.NewServer does) and
+// NewUnstartedServer one whose Handler you mount in your own http.Server;
+// the command confpay-fakeserver runs it standalone.
 //
 // # What is real and what is simulated
 //

@@ -15,7 +15,7 @@ import (
 // operation checks the key again inside its own critical section, so the
 // revocation and the payment are ordered, never interleaved.
 func TestPayAfterRevocationMovesNothing(t *testing.T) {
-	s := NewServer()
+	s := NewUnstartedServer()
 	defer s.Close()
 	alice, err := s.CreateAccount(AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -177,9 +176,17 @@ func WithAdminToken(token string) Option {
 // that an agent can never bury its owner's pending list.
 func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
 
-// NewServer returns a server that is not listening: mount Handler yourself,
-// or call Start. Call Close when done.
+// NewServer returns a server listening on a loopback port (see URL), as
+// httptest.NewServer does. Call Close when done; in a test, New does both.
 func NewServer(opts ...Option) *Server {
+	s := NewUnstartedServer(opts...)
+	s.Start()
+	return s
+}
+
+// NewUnstartedServer returns a server that is not listening: mount
+// Handler yourself (the binary does), or call Start. Call Close when done.
+func NewUnstartedServer(opts ...Option) *Server {
 	o := options{
 		start:           DefaultStart,
 		blockTime:       time.Second,
@@ -207,12 +214,22 @@ func NewServer(opts ...Option) *Server {
 	return s
 }
 
+// Tester is the part of *testing.T (or testing.TB) that New and the
+// test helpers use. Taking this small interface, not testing.TB, keeps the
+// testing package out of programs that import fakeserver, such as the
+// binary.
+type Tester interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // New starts a server on 127.0.0.1 for the test and closes it when the test
-// ends. It is safe to call from parallel tests: servers share nothing.
-func New(t testing.TB, opts ...Option) *Server {
+// ends, like miniredis' RunT. It is safe to call from parallel tests:
+// servers share nothing.
+func New(t Tester, opts ...Option) *Server {
 	t.Helper()
 	s := NewServer(opts...)
-	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }

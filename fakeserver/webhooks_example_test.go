@@ -18,7 +18,6 @@ import (
 // has been attempted, so the test needs no sleeping.
 func ExampleServer_webhooks() {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})

@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !*virtual {
 		opts = append(opts, fakeserver.WithRealClock())
 	}
-	srv := fakeserver.NewServer(opts...)
+	srv := fakeserver.NewUnstartedServer(opts...)
 	defer srv.Close()
 
 	out := started{Accounts: []*fakeserver.AccountInfo{}}

@@ -195,7 +195,7 @@ func FuzzSeedFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		srv := fakeserver.NewServer()
+		srv := fakeserver.NewUnstartedServer()
 		defer srv.Close()
 		infos, err := seed.apply(srv)
 		if err != nil {

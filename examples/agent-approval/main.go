@@ -32,7 +32,6 @@ func main() {
 
 func run(ctx context.Context, out io.Writer) error {
 	srv := fakeserver.NewServer(fakeserver.WithRealClock(), fakeserver.WithBlockTime(200*time.Millisecond))
-	srv.Start()
 	defer srv.Close()
 
 	owner, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@acme", Type: confpay.AccountBusiness, GenerateEncryptionKey: true})

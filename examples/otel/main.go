@@ -63,7 +63,6 @@ func tracedHTTPClient(tp trace.TracerProvider) *http.Client {
 // client, with the first attempt answered 503.
 func run(ctx context.Context, out io.Writer, tp trace.TracerProvider) error {
 	srv := fakeserver.NewServer()
-	srv.Start()
 	defer srv.Close()
 	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {

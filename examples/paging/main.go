@@ -27,7 +27,6 @@ func main() {
 
 func run(ctx context.Context, out io.Writer) error {
 	srv := fakeserver.NewServer() // a virtual clock: nothing confirms until we say so
-	srv.Start()
 	defer srv.Close()
 	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {

@@ -54,7 +54,6 @@ type party struct {
 // runLocal runs the whole flow against an in-process fakeserver.
 func runLocal(ctx context.Context, out io.Writer) error {
 	srv := fakeserver.NewServer(fakeserver.WithRealClock(), fakeserver.WithBlockTime(300*time.Millisecond))
-	srv.Start()
 	defer srv.Close()
 	fmt.Fprintf(out, "fakeserver listening on %s (test network, chain %d)\n", srv.URL(), confpay.ChainIDTest)
 

@@ -32,7 +32,6 @@ func main() {
 
 func run(ctx context.Context, out io.Writer) error {
 	srv := fakeserver.NewServer(fakeserver.WithRealClock(), fakeserver.WithBlockTime(200*time.Millisecond))
-	srv.Start()
 	defer srv.Close()
 	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {
