@@ -414,9 +414,13 @@ func (s *Server) attempt(p *deliveryPool, j deliveryJob) {
 	d.abort = cancel
 	out := outgoing{url: d.sub.url, body: d.ev.payload(), secret: d.sub.secret, eventID: d.ev.id, attempt: d.attempts}
 
+	subID, deliveryID := d.sub.id, d.id
 	s.mu.Unlock()
 	code := p.post(ctx, &out)
 	cancel()
+	s.log.Debug("webhook delivery attempt",
+		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,
+		"attempt", out.attempt, "response_status", code)
 	s.mu.Lock()
 
 	d.abort = nil
@@ -424,9 +428,6 @@ func (s *Server) attempt(p *deliveryPool, j deliveryJob) {
 	if d.cancelled || p.ctx.Err() != nil {
 		return
 	}
-	s.log.Debug("webhook delivery attempt",
-		"webhook_id", d.sub.id, "event_id", d.ev.id, "delivery_id", d.id,
-		"attempt", d.attempts, "response_status", code)
 	if code >= 200 && code < 300 {
 		d.status = confpay.DeliverySucceeded
 		return

@@ -33,15 +33,32 @@ const MaxBodyBytes = 1 << 20
 var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
 // Server is an in-memory confidential payments service. Create one with New
-// in a test or NewServer elsewhere. All methods are safe for concurrent use.
+// in a test, or NewServer / NewUnstartedServer elsewhere. All methods are
+// safe for concurrent use.
 //
-// Lock discipline: s.mu guards every piece of domain state (accounts, keys,
-// both networks' ledgers, transfers, agents, held payments, subscriptions,
-// events and delivery records). A domain operation takes s.mu once, decides
-// and mutates, and releases it; check-and-reserve is always one critical
-// section. Expensive work that needs no state (cryptography on values
-// already copied out, HTTP deliveries) runs outside s.mu. The clock has its
-// own lock and never calls back into the server while holding it.
+// # Locking
+//
+// s.mu guards every piece of domain state: accounts, keys, both networks'
+// ledgers, transfers, agents, held payments, subscriptions, events and
+// delivery records. A domain operation (pay.go for the money path; the
+// direct API; the few queries of the handlers' operations) takes s.mu once,
+// decides and mutates, and lets go; check-and-reserve is always one
+// critical section. Handlers never lock.
+//
+// Lock order: a lock may be taken while holding the locks to its left,
+// never the other way round.
+//
+//	clock.run → Server.mu → {assetBook.mu, deliveryPool.mu, clock.mu, clock.busyMu}
+//
+// clock.run is held while timers run, and a timer (a confirmation, an
+// expiry, a retry) takes Server.mu: so Advance, Set and Sync are never
+// called with Server.mu held. The locks in braces are leaves: nothing is
+// called while one is held. idempotencyStore.mu, faultScript.mu and
+// selfAddrs.mu are taken alone, never with another lock held.
+//
+// Nothing holds a lock across network I/O (deliveries, name lookups),
+// cryptography (notes, balance ciphertexts and keys are made outside
+// s.mu, on values copied out), logging, or a caller's callback.
 type Server struct {
 	opts  options
 	clock *clock.Clock
