@@ -80,7 +80,7 @@ func (f *agentsFixture) createAgent(name string, p confpay.SpendPolicyParams) (*
 
 // agWantError fails unless err is an *confpay.APIError with status and
 // code, and (when not empty) param and rule.
-func agWantError(t *testing.T, err error, status int, code, param, rule string) *confpay.APIError {
+func agWantError(t *testing.T, err error, status int, code confpay.ErrorCode, param, rule string) *confpay.APIError {
 	t.Helper()
 	var e *confpay.APIError
 	if !errors.As(err, &e) {

@@ -93,8 +93,9 @@ func TestAgentsPayRules(t *testing.T) {
 	f.fund(a.AccountID, "ETH", "1")
 
 	type refusal struct {
-		status     int
-		code, rule string
+		status int
+		code   confpay.ErrorCode
+		rule   string
 	}
 	violation := func(rule string) *refusal { return &refusal{403, confpay.CodePolicyViolation, rule} }
 	steps := []struct {

@@ -61,7 +61,7 @@ func whRaw(t *testing.T, srv *fakeserver.Server, key confpay.Secret, method, pat
 	return resp.StatusCode, b
 }
 
-func whWantError(t *testing.T, err error, status int, code, param string) {
+func whWantError(t *testing.T, err error, status int, code confpay.ErrorCode, param string) {
 	t.Helper()
 	var ae *confpay.APIError
 	if !errors.As(err, &ae) {
