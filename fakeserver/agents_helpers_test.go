@@ -154,7 +154,7 @@ func agSubscribe(t *testing.T, c *confpay.Client) *agHookSink {
 	t.Cleanup(h.srv.Close)
 	_, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{
 		URL: h.srv.URL + "/hook",
-		Events: []string{"transfer.initiated", "transfer.confirmed", "transfer.failed",
+		Events: []confpay.EventKind{"transfer.initiated", "transfer.confirmed", "transfer.failed",
 			"agent.transaction.pending_approval", "agent.transaction.approved",
 			"agent.transaction.rejected", "agent.policy.updated"},
 	})
