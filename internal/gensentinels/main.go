@@ -72,7 +72,7 @@ func codeConstants(src []byte) ([]string, error) {
 			}
 			for _, n := range vs.Names {
 				if !strings.HasPrefix(n.Name, "Code") || len(n.Name) == len("Code") {
-					return nil, fmt.Errorf("ErrorCode constant %s is not named Code...", n.Name)
+					return nil, fmt.Errorf("ErrorCode constant %s is not named CodeSomething", n.Name)
 				}
 				names = append(names, n.Name)
 			}
