@@ -135,16 +135,18 @@ func (p SpendPolicyParams) MarshalJSON() ([]byte, error) {
 // is never part of it: open EncryptedNote with the owner's decryption key.
 type AgentTransaction struct {
 	TransactionID string `json:"transaction_id"`
-	// Agent is the agent's handle.
-	Agent        string `json:"agent"`
+	// Agent is the agent's handle; empty in a HeldError, where the caller
+	// is the agent.
+	Agent        string `json:"agent,omitempty"`
 	To           string `json:"to"`
 	Asset        string `json:"asset,omitempty"`
 	Confidential bool   `json:"confidential"`
-	// Status is pending_approval, approved or rejected.
-	Status      string     `json:"status,omitempty"`
-	RequestedAt time.Time  `json:"requested_at"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	// Status is DecisionPending, DecisionApproved or DecisionRejected
+	// (DecisionExpired in the fakeserver's direct API).
+	Status      AgentTransactionStatus `json:"status,omitempty"`
+	RequestedAt time.Time              `json:"requested_at"`
+	ExpiresAt   time.Time              `json:"expires_at"`
+	DecidedAt   *time.Time             `json:"decided_at,omitempty"`
 	// TransferID and TxHash are set once an approved payment is submitted.
 	TransferID string `json:"transfer_id,omitempty"`
 	TxHash     string `json:"tx_hash,omitempty"`
@@ -154,11 +156,21 @@ type AgentTransaction struct {
 	NoteReaders   []string `json:"note_readers,omitempty"`
 }
 
-// Held-payment decision statuses.
+// AgentTransactionStatus is the state of an agent payment held for the
+// owner's decision. A status the SDK does not know decodes as its own
+// value.
+type AgentTransactionStatus string
+
+// Held-payment statuses: waiting, or the owner's decision, or none in time.
 const (
-	DecisionPending  = "pending_approval"
-	DecisionApproved = "approved"
-	DecisionRejected = "rejected"
+	DecisionPending  AgentTransactionStatus = "pending_approval" // waiting for the owner
+	DecisionApproved AgentTransactionStatus = "approved"         // approved and submitted as a transfer
+	DecisionRejected AgentTransactionStatus = "rejected"         // rejected; nothing moved
+	// DecisionExpired: the approval window closed without a decision;
+	// nothing moved, and a decision now fails with ErrTransactionExpired.
+	// The interface names no value for it on the wire: the fakeserver
+	// shows it on its direct API and under /_fake.
+	DecisionExpired AgentTransactionStatus = "expired"
 )
 
 // PendingList is the answer of GET /v1/agents/transactions/pending.

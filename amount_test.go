@@ -269,7 +269,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 			_ = json.Unmarshal(body, v)
 		}
 		e := newAPIError(&httpResponse422, body)
-		if e.StatusCode != 422 || e.Message == "" || !errors.Is(e, &sentinel{e.Code}) {
+		if e.StatusCode != 422 || e.Message == "" || !errors.Is(e, e.Code) {
 			t.Fatalf("APIError %+v", e)
 		}
 		_ = e.Error()

@@ -442,6 +442,9 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 	if err != nil {
 		return cl.transportError(err)
 	}
+	if t, ok := out.(statusTarget); ok {
+		out = t.target(resp.StatusCode)
+	}
 	if out == nil || len(data) == 0 {
 		return nil
 	}
@@ -450,6 +453,10 @@ func (c *Client) do(ctx context.Context, method, path, query string, body, out a
 	}
 	return nil
 }
+
+// statusTarget is an answer whose shape depends on the HTTP status, such
+// as the 201 or 202 of POST /v1/transfers: target returns where to decode.
+type statusTarget interface{ target(status int) any }
 
 // callKey finds a call in a context.
 type callKey struct{}

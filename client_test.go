@@ -301,7 +301,7 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"transactionID", func() error { _, err := c.Agents.Reject(ctx, ""); return err }()},
 		{"params", func() error { _, err := c.Webhooks.Create(ctx, nil); return err }()},
 		{"url", func() error {
-			_, err := c.Webhooks.Create(ctx, &WebhookCreateParams{Events: []string{"transfer.confirmed"}})
+			_, err := c.Webhooks.Create(ctx, &WebhookCreateParams{Events: []EventKind{EventTransferConfirmed}})
 			return err
 		}()},
 		{"events", func() error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,7 +57,7 @@ var goldenAgents = []*Agent{goldenAgent, {
 	CreatedAt:     ts("2026-07-01T11:30:00.25Z"),
 }}
 
-var goldenWebhookEvents = []string{"transfer.confirmed", "agent.transaction.pending_approval"}
+var goldenWebhookEvents = []EventKind{EventTransferConfirmed, EventAgentTransactionPendingApproval}
 
 // endpointCase is one endpoint: how to call it, the exact request it must
 // send, the canned answer and what that answer must decode to.
@@ -242,20 +244,25 @@ func endpointCases() []endpointCase {
 		{
 			name: "Transfers.Create public, held",
 			call: func(ctx context.Context, c *Client, o []CallOption) (any, error) {
-				return c.Transfers.Create(ctx, &TransferCreateParams{
+				tr, err := c.Transfers.Create(ctx, &TransferCreateParams{
 					To: "0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb", Amount: MustParseAmount("0.000000000000000001"),
 					Asset: "ETH", Confidential: Ptr(false),
 				}, o...)
+				var held *HeldError
+				if !errors.As(err, &held) || tr != nil {
+					return nil, fmt.Errorf("got %+v, %v; want a HeldError", tr, err)
+				}
+				return held.Payment, nil
 			},
 			method: "POST", path: "/v1/transfers", body: "transfer_create_public.json", status: 202, answer: "transfer_held.json",
-			want: &Transfer{
-				Status:        StatusPendingApproval,
+			want: &AgentTransaction{
+				Status:        DecisionPending,
 				TransactionID: "atx_5t6y7u8i9o0p",
 				To:            "api.market",
 				Asset:         "USDG",
 				Confidential:  true,
-				RequestedAt:   tsp("2026-07-02T14:23:09Z"),
-				ExpiresAt:     tsp("2026-07-03T14:23:09Z"),
+				RequestedAt:   ts("2026-07-02T14:23:09Z"),
+				ExpiresAt:     ts("2026-07-03T14:23:09Z"),
 			},
 		},
 		{
@@ -461,7 +468,7 @@ func TestGoldenAnswersKnownFields(t *testing.T) {
 		"approved.json":               new(AgentTransaction),
 		"rejected.json":               new(AgentTransaction),
 		"transfer_created.json":       new(Transfer),
-		"transfer_held.json":          new(Transfer),
+		"transfer_held.json":          new(AgentTransaction),
 		"transfer.json":               new(Transfer),
 		"transfers.json":              new(TransferList),
 		"webhook_created.json":        new(Webhook),

@@ -1,39 +1,56 @@
 package confpay
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 )
 
+//go:generate go run ./internal/gensentinels
+
+// ErrorCode is the code of an error answer: the "code" field of its body.
+// The Code constants are the one list of codes the SDK knows; a code the
+// service adds later decodes as well, as an ErrorCode of its own value.
+//
+// An ErrorCode is also an error, so that every code is a target for
+// errors.Is: errors.Is(err, confpay.CodeInsufficientBalance) holds when err
+// is (or wraps) an APIError with that code. The Err constants are the same
+// codes under the names Go code conventionally gives sentinels. An
+// ErrorCode prints as the bare code.
+type ErrorCode string
+
 // Error codes the service answers with. The first group is the interface's
 // own table; the second comes from the project's interface decisions
-// (docs/interface.md).
+// (docs/interface.md). The Err constants of errors_sentinels.go are
+// generated from this block.
 const (
-	CodeInvalidRequest                = "invalid_request"
-	CodeInsufficientBalance           = "insufficient_balance"
-	CodeRecipientNotFound             = "recipient_not_found"
-	CodeRecipientNotConfidentialReady = "recipient_not_confidential_ready"
-	CodeInvalidPolicy                 = "invalid_policy"
-	CodeNotAgentOwner                 = "not_agent_owner"
-	CodeTransactionNotFound           = "transaction_not_found"
-	CodeTransactionExpired            = "transaction_expired"
-	CodeUnauthorized                  = "unauthorized"
-	CodeKYCRequired                   = "kyc_required"
-	CodeDecryptionProofInvalid        = "decryption_proof_invalid"
+	CodeInvalidRequest                ErrorCode = "invalid_request"
+	CodeInsufficientBalance           ErrorCode = "insufficient_balance"
+	CodeRecipientNotFound             ErrorCode = "recipient_not_found"
+	CodeRecipientNotConfidentialReady ErrorCode = "recipient_not_confidential_ready"
+	CodeInvalidPolicy                 ErrorCode = "invalid_policy"
+	CodeNotAgentOwner                 ErrorCode = "not_agent_owner"
+	CodeTransactionNotFound           ErrorCode = "transaction_not_found"
+	CodeTransactionExpired            ErrorCode = "transaction_expired"
+	CodeUnauthorized                  ErrorCode = "unauthorized"
+	CodeKYCRequired                   ErrorCode = "kyc_required"
+	CodeDecryptionProofInvalid        ErrorCode = "decryption_proof_invalid"
 
-	CodePolicyViolation      = "policy_violation"
-	CodeAgentNotActive       = "agent_not_active"
-	CodeNotFound             = "not_found"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeAgentNameTaken       = "agent_name_taken"
-	CodeIdempotencyKeyInUse  = "idempotency_key_in_use"
-	CodeRequestTooLarge      = "request_too_large"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodeRateLimited          = "rate_limited"
-	CodeInternal             = "internal_error"
+	CodePolicyViolation      ErrorCode = "policy_violation"
+	CodeAgentNotActive       ErrorCode = "agent_not_active"
+	CodeNotFound             ErrorCode = "not_found"
+	CodeMethodNotAllowed     ErrorCode = "method_not_allowed"
+	CodeAgentNameTaken       ErrorCode = "agent_name_taken"
+	CodeIdempotencyKeyInUse  ErrorCode = "idempotency_key_in_use"
+	CodeRequestTooLarge      ErrorCode = "request_too_large"
+	CodeIdempotencyKeyReused ErrorCode = "idempotency_key_reused"
+	CodeRateLimited          ErrorCode = "rate_limited"
+	CodeInternal             ErrorCode = "internal_error"
 )
+
+// Error returns the code itself, so that an ErrorCode prints the same in
+// every format and as a field of a log record.
+func (c ErrorCode) Error() string { return string(c) }
 
 // Rules named by a policy_violation error's Rule field.
 const (
@@ -53,26 +70,26 @@ const (
 
 // ErrorBody is the flat error body every error response carries.
 type ErrorBody struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id,omitempty"`
-	Param     string `json:"param,omitempty"`
-	Rule      string `json:"rule,omitempty"`
-	Reason    string `json:"reason,omitempty"`
+	Code      ErrorCode `json:"code"`
+	Message   string    `json:"message"`
+	RequestID string    `json:"request_id,omitempty"`
+	Param     string    `json:"param,omitempty"`
+	Rule      string    `json:"rule,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
 }
 
 // APIError is the error for every non-2xx answer from the service. Use
-// errors.Is with the Err sentinels below to test the code, or errors.As to
+// errors.Is with the Err (or Code) constants to test the code, or errors.As to
 // read the fields.
 type APIError struct {
-	StatusCode int    // HTTP status
-	Code       string // one of the Code constants (or a newer one)
-	Message    string // human-readable, from the service
-	Param      string // the request field at fault, when there is one
-	Rule       string // for policy_violation: which rule refused the payment
-	Reason     string // for decryption_proof_invalid: malformed, stale or verification_failed
-	RequestID  string // the X-Request-Id of the answer; quote it in support requests
-	Body       []byte // the raw response body, at most 1 MiB
+	StatusCode int       // HTTP status
+	Code       ErrorCode // one of the Code constants (or a newer one)
+	Message    string    // human-readable, from the service
+	Param      string    // the request field at fault, when there is one
+	Rule       string    // for policy_violation: which rule refused the payment
+	Reason     string    // for decryption_proof_invalid: malformed, stale or verification_failed
+	RequestID  string    // the X-Request-Id of the answer; quote it in support requests
+	Body       []byte    // the raw response body, at most 1 MiB
 
 	// IdempotencyKey is the Idempotency-Key the call sent, empty for GET.
 	// A refusal decided on the state (402, 403, 404, 422) is kept under
@@ -88,7 +105,7 @@ type APIError struct {
 // figure: only the status, code, message, field, rule and request id.
 func (e *APIError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "confpay: %d %s", e.StatusCode, e.Code)
+	fmt.Fprintf(&b, "confpay: %d %s", e.StatusCode, string(e.Code))
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
@@ -108,46 +125,13 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is the sentinel for e's code, so that
-// errors.Is(err, confpay.ErrInsufficientBalance) works.
+// Is reports whether target is e's code, so that
+// errors.Is(err, confpay.ErrInsufficientBalance) works (as does
+// errors.Is(err, confpay.CodeInsufficientBalance), the same value).
 func (e *APIError) Is(target error) bool {
-	var s *sentinel
-	if errors.As(target, &s) {
-		return s.code == e.Code
-	}
-	return false
+	c, ok := target.(ErrorCode)
+	return ok && c == e.Code
 }
-
-// sentinel is the type of the Err values: an error code to match against.
-type sentinel struct{ code string }
-
-// Error names the code.
-func (s *sentinel) Error() string { return "confpay: " + s.code }
-
-// Sentinels for errors.Is, one per error code.
-var (
-	ErrInvalidRequest                = &sentinel{CodeInvalidRequest}
-	ErrInsufficientBalance           = &sentinel{CodeInsufficientBalance}
-	ErrRecipientNotFound             = &sentinel{CodeRecipientNotFound}
-	ErrRecipientNotConfidentialReady = &sentinel{CodeRecipientNotConfidentialReady}
-	ErrInvalidPolicy                 = &sentinel{CodeInvalidPolicy}
-	ErrNotAgentOwner                 = &sentinel{CodeNotAgentOwner}
-	ErrTransactionNotFound           = &sentinel{CodeTransactionNotFound}
-	ErrTransactionExpired            = &sentinel{CodeTransactionExpired}
-	ErrUnauthorized                  = &sentinel{CodeUnauthorized}
-	ErrKYCRequired                   = &sentinel{CodeKYCRequired}
-	ErrDecryptionProofInvalid        = &sentinel{CodeDecryptionProofInvalid}
-	ErrPolicyViolation               = &sentinel{CodePolicyViolation}
-	ErrAgentNotActive                = &sentinel{CodeAgentNotActive}
-	ErrNotFound                      = &sentinel{CodeNotFound}
-	ErrMethodNotAllowed              = &sentinel{CodeMethodNotAllowed}
-	ErrAgentNameTaken                = &sentinel{CodeAgentNameTaken}
-	ErrIdempotencyKeyInUse           = &sentinel{CodeIdempotencyKeyInUse}
-	ErrRequestTooLarge               = &sentinel{CodeRequestTooLarge}
-	ErrIdempotencyKeyReused          = &sentinel{CodeIdempotencyKeyReused}
-	ErrRateLimited                   = &sentinel{CodeRateLimited}
-	ErrInternal                      = &sentinel{CodeInternal}
-)
 
 // TransportError is returned when no complete HTTP answer was received: the
 // connection failed, was reset, or timed out, after every retry; the

@@ -12,16 +12,16 @@ import (
 	"github.com/confpay/confpay-go/decrypt"
 )
 
-// TransferStatus is the state of a transfer. A payment held for an owner's
-// approval is answered with StatusPendingApproval and has no transfer yet.
+// TransferStatus is the state of a transfer. A status the SDK does not
+// know decodes as its own value. A payment held for an owner's approval is
+// not a transfer: Transfers.Create answers it with a *HeldError.
 type TransferStatus string
 
 // Transfer statuses.
 const (
-	StatusPending         TransferStatus = "pending"
-	StatusConfirmed       TransferStatus = "confirmed"
-	StatusFailed          TransferStatus = "failed"
-	StatusPendingApproval TransferStatus = "pending_approval"
+	StatusPending   TransferStatus = "pending"   // submitted, the amount reserved
+	StatusConfirmed TransferStatus = "confirmed" // settled, the recipient credited
+	StatusFailed    TransferStatus = "failed"    // nothing moved
 )
 
 // TransferCreateParams is the body of POST /v1/transfers.
@@ -41,34 +41,24 @@ type TransferCreateParams struct {
 
 // Transfer is a payment as the service reports it. The amount is never part
 // of it: open EncryptedNote with the account's decryption key to read it.
-//
-// When an agent's payment is held for approval, Transfers.Create answers a
-// Transfer with Status StatusPendingApproval, TransactionID set and no
-// TransferID; see [Transfer.Held].
+// An agent's payment held for approval is not a Transfer (see HeldError).
 type Transfer struct {
-	TransferID    string         `json:"transfer_id,omitempty"`
-	TransactionID string         `json:"transaction_id,omitempty"`
-	Status        TransferStatus `json:"status"`
-	From          string         `json:"from,omitempty"`
-	To            string         `json:"to"`
-	Asset         string         `json:"asset,omitempty"`
-	Confidential  bool           `json:"confidential"`
-	TxHash        string         `json:"tx_hash,omitempty"`
-	CreatedAt     time.Time      `json:"created_at,omitzero"`
-	ConfirmedAt   *time.Time     `json:"confirmed_at,omitempty"`
-	FailedAt      *time.Time     `json:"failed_at,omitempty"`
-	RequestedAt   *time.Time     `json:"requested_at,omitempty"`
-	ExpiresAt     *time.Time     `json:"expires_at,omitempty"`
+	TransferID   string         `json:"transfer_id,omitempty"`
+	Status       TransferStatus `json:"status"`
+	From         string         `json:"from,omitempty"`
+	To           string         `json:"to"`
+	Asset        string         `json:"asset,omitempty"`
+	Confidential bool           `json:"confidential"`
+	TxHash       string         `json:"tx_hash,omitempty"`
+	CreatedAt    time.Time      `json:"created_at,omitzero"`
+	ConfirmedAt  *time.Time     `json:"confirmed_at,omitempty"`
+	FailedAt     *time.Time     `json:"failed_at,omitempty"`
 	// EncryptedNote is the amount and memo sealed to the sender and the
 	// recipient (base64url, no padding); NoteReaders lists the readers'
 	// encryption keys (hex) in the order the note was sealed.
 	EncryptedNote string   `json:"encrypted_note,omitempty"`
 	NoteReaders   []string `json:"note_readers,omitempty"`
 }
-
-// Held reports whether the create answer is a payment held for the owner's
-// approval rather than a submitted transfer.
-func (t *Transfer) Held() bool { return t != nil && t.Status == StatusPendingApproval }
 
 // TransferListParams filters GET /v1/transfers. Zero fields are not sent.
 type TransferListParams struct {
@@ -88,10 +78,15 @@ type TransferList struct {
 // MaxPageSize is the largest page GET /v1/transfers answers.
 const MaxPageSize = 100
 
-// Create sends a payment (POST /v1/transfers). The answer never carries
-// the amount. When the key is an agent's and the payment is above its
-// approval threshold, the payment is held: the answer has Status
-// StatusPendingApproval and a TransactionID (see Transfer.Held).
+// Create sends a payment (POST /v1/transfers) and returns the submitted
+// transfer. The answer never carries the amount.
+//
+// When the key is an agent's and the payment is above its approval
+// threshold, the service holds the payment for the owner's decision (202
+// Accepted) and nothing moves yet: Create then returns a nil Transfer and a
+// *HeldError carrying the held payment. Read it with errors.As; a retry with
+// the same idempotency key answers the same HeldError, a new key holds a
+// second payment.
 //
 // The call carries an Idempotency-Key, generated once and reused on every
 // retry; pass WithIdempotencyKey to make a retry of your own safe too.
@@ -99,11 +94,51 @@ func (s *TransfersService) Create(ctx context.Context, params *TransferCreatePar
 	if err := params.validate(); err != nil {
 		return nil, err
 	}
-	var t Transfer
-	if err := s.client.do(ctx, http.MethodPost, "/v1/transfers", "", params, &t, opts); err != nil {
+	var a createAnswer
+	if err := s.client.do(ctx, http.MethodPost, "/v1/transfers", "", params, &a, opts); err != nil {
 		return nil, err
 	}
-	return &t, nil
+	if a.held != nil {
+		return nil, &HeldError{Payment: a.held}
+	}
+	return &a.t, nil
+}
+
+// createAnswer receives the answer of POST /v1/transfers: a transfer, or
+// (202) a payment held for approval.
+type createAnswer struct {
+	t    Transfer
+	held *AgentTransaction
+}
+
+// target is where an answer with the given HTTP status decodes.
+func (a *createAnswer) target(status int) any {
+	if status == http.StatusAccepted {
+		a.held = new(AgentTransaction)
+		return a.held
+	}
+	return &a.t
+}
+
+// HeldError is what Transfers.Create returns when the service held an
+// agent's payment for the owner's approval (202 Accepted) instead of
+// submitting it: nothing has moved, and no transfer exists until the owner
+// approves (Agents.Approve) before Payment.ExpiresAt.
+//
+//	var held *confpay.HeldError
+//	if errors.As(err, &held) {
+//		log.Printf("waiting for approval: %s", held.Payment.TransactionID)
+//	}
+type HeldError struct {
+	// Payment is the held payment: TransactionID, To, Asset,
+	// Confidential, Status DecisionPending, RequestedAt and ExpiresAt.
+	Payment *AgentTransaction
+}
+
+// Error names the held transaction and its deadline; never the amount.
+func (e *HeldError) Error() string {
+	return "confpay: payment held for the owner's approval as " + e.Payment.TransactionID +
+		" until " + e.Payment.ExpiresAt.UTC().Format(time.RFC3339)
 }
 
 // validate checks what the service would refuse, without sending anything.

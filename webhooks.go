@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/confpay/confpay-go/webhookverify"
 )
 
 // Secret is a webhook signing secret. It prints as REDACTED in fmt and slog
@@ -34,16 +36,16 @@ type WebhookCreateParams struct {
 	// URL must be https, or http on a loopback host.
 	URL string `json:"url"`
 	// Events is a non-empty subset of the seven event kinds.
-	Events []string `json:"events"`
+	Events []EventKind `json:"events"`
 }
 
 // Webhook is a subscription. Secret is set only in the create answer.
 type Webhook struct {
-	WebhookID string    `json:"webhook_id"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	Secret    Secret    `json:"secret,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	WebhookID string      `json:"webhook_id"`
+	URL       string      `json:"url"`
+	Events    []EventKind `json:"events"`
+	Secret    Secret      `json:"secret,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
 }
 
 // LogValue keeps the secret out of log/slog output: slog's JSON handler
@@ -63,14 +65,40 @@ type WebhookList struct {
 	Webhooks []*Webhook `json:"webhooks"`
 }
 
-// Delivery statuses and triggers.
-const (
-	DeliveryPending   = "pending"
-	DeliverySucceeded = "succeeded"
-	DeliveryFailed    = "failed"
+// EventKind is the kind of a webhook event. The values are defined once,
+// by package webhookverify (which receivers use without the SDK); the
+// constants below name the same values. A kind the SDK does not know
+// decodes as its own value.
+type EventKind string
 
-	TriggerEvent  = "event"
-	TriggerReplay = "replay"
+// Event kinds, in the order the interface lists them.
+const (
+	EventTransferInitiated               EventKind = webhookverify.KindTransferInitiated               // "transfer.initiated"
+	EventTransferConfirmed               EventKind = webhookverify.KindTransferConfirmed               // "transfer.confirmed"
+	EventTransferFailed                  EventKind = webhookverify.KindTransferFailed                  // "transfer.failed"
+	EventAgentTransactionPendingApproval EventKind = webhookverify.KindAgentTransactionPendingApproval // "agent.transaction.pending_approval"
+	EventAgentTransactionApproved        EventKind = webhookverify.KindAgentTransactionApproved        // "agent.transaction.approved"
+	EventAgentTransactionRejected        EventKind = webhookverify.KindAgentTransactionRejected        // "agent.transaction.rejected"
+	EventAgentPolicyUpdated              EventKind = webhookverify.KindAgentPolicyUpdated              // "agent.policy.updated"
+)
+
+// DeliveryStatus is the state of a webhook delivery.
+type DeliveryStatus string
+
+// Delivery statuses.
+const (
+	DeliveryPending   DeliveryStatus = "pending"   // an attempt is scheduled
+	DeliverySucceeded DeliveryStatus = "succeeded" // the endpoint answered 2xx
+	DeliveryFailed    DeliveryStatus = "failed"    // every attempt failed
+)
+
+// DeliveryTrigger is what caused a delivery.
+type DeliveryTrigger string
+
+// Delivery triggers.
+const (
+	TriggerEvent  DeliveryTrigger = "event"  // the event happened
+	TriggerReplay DeliveryTrigger = "replay" // Webhooks.Replay asked for it
 )
 
 // Delivery is the record of one event's delivery to one subscription.
@@ -78,17 +106,17 @@ type Delivery struct {
 	DeliveryID string `json:"delivery_id"`
 	EventID    string `json:"event_id"`
 	// Event is the event kind.
-	Event string `json:"event"`
+	Event EventKind `json:"event"`
 	// Status is pending, succeeded or failed.
-	Status     string `json:"status"`
-	Attempts   int    `json:"attempts"`
-	RetryCount int    `json:"retry_count"`
+	Status     DeliveryStatus `json:"status"`
+	Attempts   int            `json:"attempts"`
+	RetryCount int            `json:"retry_count"`
 	// ResponseStatus is the last HTTP status received, 0 when none.
 	ResponseStatus int        `json:"response_status"`
 	LastAttemptAt  *time.Time `json:"last_attempt_at"`
 	NextAttemptAt  *time.Time `json:"next_attempt_at"`
 	// Trigger is event or replay.
-	Trigger string `json:"trigger"`
+	Trigger DeliveryTrigger `json:"trigger"`
 }
 
 // DeliveryList is the answer of GET /v1/webhooks/{id}/deliveries.
@@ -98,10 +126,10 @@ type DeliveryList struct {
 
 // Replay is the answer of POST /v1/webhooks/{id}/replay/{event_id}.
 type Replay struct {
-	DeliveryID string `json:"delivery_id"`
-	EventID    string `json:"event_id"`
-	WebhookID  string `json:"webhook_id"`
-	Status     string `json:"status"`
+	DeliveryID string         `json:"delivery_id"`
+	EventID    string         `json:"event_id"`
+	WebhookID  string         `json:"webhook_id"`
+	Status     DeliveryStatus `json:"status"`
 }
 
 // Create subscribes an endpoint to events (POST /v1/webhooks). The answer's
@@ -173,4 +201,16 @@ func (s *WebhooksService) Deliveries(ctx context.Context, webhookID string, opts
 		return nil, err
 	}
 	return l.Deliveries, nil
+}
+
+// EventKinds returns the seven event kinds in the interface's order, as
+// webhookverify.Kinds lists them; the slice is a fresh copy on each call.
+// Subscribing to all of them: WebhookCreateParams{Events: EventKinds()}.
+func EventKinds() []EventKind {
+	kinds := webhookverify.Kinds()
+	out := make([]EventKind, len(kinds))
+	for i, k := range kinds {
+		out[i] = EventKind(k)
+	}
+	return out
 }

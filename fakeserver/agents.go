@@ -83,7 +83,7 @@ const (
 	heldPending  = confpay.DecisionPending
 	heldApproved = confpay.DecisionApproved
 	heldRejected = confpay.DecisionRejected
-	heldExpired  = "expired"
+	heldExpired  = confpay.DecisionExpired
 )
 
 // heldTx is an agent payment held for the owner's decision.
@@ -96,8 +96,8 @@ type heldTx struct {
 	confidential bool
 	transfer     *transfer // set once approved and submitted
 
-	key         *apiKey // the agent's key that asked; the approved payment counts on it
-	status      string  // heldPending, heldApproved, heldRejected or heldExpired
+	key         *apiKey                        // the agent's key that asked; the approved payment counts on it
+	status      confpay.AgentTransactionStatus // heldPending, heldApproved, heldRejected or heldExpired
 	requestedAt time.Time
 	expiresAt   time.Time
 	decidedAt   *time.Time
@@ -175,16 +175,15 @@ func (b *heldBook) leavePendingLocked(h *heldTx) {
 // heldCreateAnswer is the 202 body of POST /v1/transfers for a payment
 // held for approval.
 func heldCreateAnswer(h *heldTx) any {
-	requested, expires := h.requestedAt, h.expiresAt
-	return &confpay.Transfer{
-		TransactionID: h.id,
-		Status:        confpay.StatusPendingApproval,
-		To:            h.toText,
-		Asset:         h.asset,
-		Confidential:  h.confidential,
-		RequestedAt:   &requested,
-		ExpiresAt:     &expires,
-	}
+	return &struct {
+		TransactionID string                         `json:"transaction_id"`
+		Status        confpay.AgentTransactionStatus `json:"status"`
+		To            string                         `json:"to"`
+		Asset         string                         `json:"asset,omitempty"`
+		Confidential  bool                           `json:"confidential"`
+		RequestedAt   time.Time                      `json:"requested_at"`
+		ExpiresAt     time.Time                      `json:"expires_at"`
+	}{h.id, heldPending, h.toText, h.asset, h.confidential, h.requestedAt, h.expiresAt}
 }
 
 // view renders a held payment: a pending item, or a decision's answer.

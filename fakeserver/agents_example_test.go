@@ -45,12 +45,15 @@ func Example_agentApproval() {
 	}
 	small, _ := pay("15")
 	fmt.Println("15 USDG:", small.Status)
-	big, _ := pay("80")
-	fmt.Println("80 USDG:", big.Status)
+	_, err = pay("80")
+	var held *confpay.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("80 USDG:", held.Payment.Status)
+	}
 
 	pending, _ := owner.Agents.ListPending(ctx)
 	fmt.Println("pending:", len(pending), pending[0].Agent)
-	decided, _ := owner.Agents.Approve(ctx, big.TransactionID)
+	decided, _ := owner.Agents.Approve(ctx, held.Payment.TransactionID)
 	fmt.Println("decision:", decided.Status, decided.TransferID != "")
 
 	_, err = pay("150")

@@ -1,6 +1,7 @@
 package fakeserver_test
 
 import (
+	"errors"
 	"math/big"
 	"slices"
 	"strings"
@@ -18,19 +19,21 @@ var heldPolicy = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTr
 
 // hold makes the agent ask for a payment that is held, and returns the
 // 202 answer.
-func (f *agentsFixture) hold(agent *confpay.Client, to, amount string) *confpay.Transfer {
+func (f *agentsFixture) hold(agent *confpay.Client, to, amount string) *confpay.AgentTransaction {
 	f.t.Helper()
 	tr, err := f.pay(agent, to, amount, "")
-	if err != nil {
-		f.t.Fatalf("pay %s: %v", amount, err)
+	var held *confpay.HeldError
+	if !errors.As(err, &held) {
+		f.t.Fatalf("pay %s: %+v, %v, want held", amount, tr, err)
 	}
-	if !tr.Held() || !strings.HasPrefix(tr.TransactionID, "atx_") || tr.TransferID != "" {
-		f.t.Fatalf("pay %s: %+v, want held", amount, tr)
+	h := held.Payment
+	if !strings.HasPrefix(h.TransactionID, "atx_") || h.TransferID != "" || h.Status != confpay.DecisionPending {
+		f.t.Fatalf("pay %s: %+v, want held", amount, h)
 	}
-	if tr.RequestedAt == nil || tr.ExpiresAt == nil {
-		f.t.Fatalf("the 202 answer lacks requested_at or expires_at: %+v", tr)
+	if h.RequestedAt.IsZero() || h.ExpiresAt.IsZero() {
+		f.t.Fatalf("the 202 answer lacks requested_at or expires_at: %+v", h)
 	}
-	return tr
+	return h
 }
 
 // pendingIDs lists the ids in c's pending list.
@@ -65,7 +68,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 	if tr.To != "@bob" || tr.Asset != "USDG" || !tr.Confidential || tr.TxHash != "" {
 		t.Errorf("held answer = %+v", tr)
 	}
-	if tr.RequestedAt == nil || !tr.RequestedAt.Equal(requested) || tr.ExpiresAt == nil || !tr.ExpiresAt.Equal(requested.Add(24*time.Hour)) {
+	if !tr.RequestedAt.Equal(requested) || !tr.ExpiresAt.Equal(requested.Add(24*time.Hour)) {
 		t.Errorf("held answer times = %v, %v", tr.RequestedAt, tr.ExpiresAt)
 	}
 	// Nothing is reserved while held.
@@ -83,7 +86,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 	}
 	p := l[0]
 	if p.TransactionID != tr.TransactionID || p.Agent != a.Handle || p.To != "@bob" || p.Asset != "USDG" ||
-		p.Status != confpay.DecisionPending || !p.RequestedAt.Equal(requested) || !p.ExpiresAt.Equal(*tr.ExpiresAt) ||
+		p.Status != confpay.DecisionPending || !p.RequestedAt.Equal(requested) || !p.ExpiresAt.Equal(tr.ExpiresAt) ||
 		p.DecidedAt != nil || p.TransferID != "" {
 		t.Errorf("pending item = %+v", p)
 	}
@@ -239,7 +242,7 @@ func TestAgentsHeldExpiry(t *testing.T) {
 		t.Fatalf("pending before expiry = %v", ids)
 	}
 	// At exactly expires_at it leaves the list, and any decision is 409.
-	f.srv.Set(*first.ExpiresAt)
+	f.srv.Set(first.ExpiresAt)
 	if ids := f.pendingIDs(f.alice); !slices.Equal(ids, []string{second.TransactionID}) {
 		t.Fatalf("pending at expiry = %v", ids)
 	}

@@ -80,7 +80,7 @@ func (f *agentsFixture) createAgent(name string, p confpay.SpendPolicyParams) (*
 
 // agWantError fails unless err is an *confpay.APIError with status and
 // code, and (when not empty) param and rule.
-func agWantError(t *testing.T, err error, status int, code, param, rule string) *confpay.APIError {
+func agWantError(t *testing.T, err error, status int, code confpay.ErrorCode, param, rule string) *confpay.APIError {
 	t.Helper()
 	var e *confpay.APIError
 	if !errors.As(err, &e) {
@@ -154,7 +154,7 @@ func agSubscribe(t *testing.T, c *confpay.Client) *agHookSink {
 	t.Cleanup(h.srv.Close)
 	_, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{
 		URL: h.srv.URL + "/hook",
-		Events: []string{"transfer.initiated", "transfer.confirmed", "transfer.failed",
+		Events: []confpay.EventKind{"transfer.initiated", "transfer.confirmed", "transfer.failed",
 			"agent.transaction.pending_approval", "agent.transaction.approved",
 			"agent.transaction.rejected", "agent.policy.updated"},
 	})

@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -99,7 +100,7 @@ func TestAgentsNoBalanceOracle(t *testing.T) {
 		agent := f.client(key)
 		for _, amount := range []string{"0.000001", "123.456789", "123.45679", "5000"} {
 			tr, err := f.pay(agent, "@bob", amount, "")
-			if err != nil || !tr.Held() {
+			if !errors.As(err, new(*confpay.HeldError)) {
 				t.Errorf("SDK probe %s = %+v, %v; want held", amount, tr, err)
 			}
 		}
@@ -158,7 +159,7 @@ func TestAgentsHeldCap(t *testing.T) {
 	a, agent := f.createAgent("bot", holdAll)
 	_, other := f.createAgent("other", holdAll)
 	agentKey := mustIssue(t, f.srv, a.AccountID)
-	var first *confpay.Transfer
+	var first *confpay.AgentTransaction
 	for i := range 3 {
 		tr := f.hold(agent, "@bob", "1")
 		if i == 0 {

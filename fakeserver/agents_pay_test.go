@@ -62,7 +62,7 @@ func (f *agentsFixture) mustPay(c *confpay.Client, to, amount string) *confpay.T
 	if err != nil {
 		f.t.Fatalf("pay %s to %s: %v", amount, to, err)
 	}
-	if tr.Held() || tr.TransferID == "" || tr.Status != confpay.StatusPending {
+	if tr.TransferID == "" || tr.Status != confpay.StatusPending {
 		f.t.Fatalf("pay %s to %s: %+v, want a pending transfer", amount, to, tr)
 	}
 	return tr
@@ -93,8 +93,9 @@ func TestAgentsPayRules(t *testing.T) {
 	f.fund(a.AccountID, "ETH", "1")
 
 	type refusal struct {
-		status     int
-		code, rule string
+		status int
+		code   confpay.ErrorCode
+		rule   string
 	}
 	violation := func(rule string) *refusal { return &refusal{403, confpay.CodePolicyViolation, rule} }
 	steps := []struct {
@@ -127,7 +128,7 @@ func TestAgentsPayRules(t *testing.T) {
 			tr, err = f.payPublic(agent, st.to, st.amount)
 		}
 		if st.want == nil {
-			if err != nil || tr.Held() || tr.TransferID == "" {
+			if err != nil || tr.TransferID == "" {
 				t.Errorf("%s: %+v, %v; want submitted", st.name, tr, err)
 			}
 			continue

@@ -34,9 +34,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		name, method, path, body string
 		headers                  []string
 		status                   int
-		code, param              string
+		code                     confpay.ErrorCode
+		param                    string
 	}
-	post := func(name, body string, status int, code, param string) tc {
+	post := func(name, body string, status int, code confpay.ErrorCode, param string) tc {
 		return tc{name, "POST", "/v1/transfers", body, nil, status, code, param}
 	}
 	bad := func(name, body, param string) tc {

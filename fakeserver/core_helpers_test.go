@@ -87,7 +87,7 @@ func cSend(t testing.TB, c *confpay.Client, to, amount string, mods ...func(*con
 
 // cWantErr checks that err is an *confpay.APIError with status and code
 // (and param when not empty).
-func cWantErr(t testing.TB, err error, status int, code, param string) *confpay.APIError {
+func cWantErr(t testing.TB, err error, status int, code confpay.ErrorCode, param string) *confpay.APIError {
 	t.Helper()
 	var ae *confpay.APIError
 	if !errors.As(err, &ae) {

@@ -114,12 +114,12 @@ type delivery struct {
 	id        string
 	sub       *subscription
 	ev        *event
-	trigger   string
+	trigger   confpay.DeliveryTrigger
 	createdAt time.Time
 
-	status         string // confpay.DeliveryPending, Succeeded or Failed
-	attempts       int    // attempts started
-	responseStatus int    // last HTTP status, 0 for none
+	status         confpay.DeliveryStatus // confpay.DeliveryPending, Succeeded or Failed
+	attempts       int                    // attempts started
+	responseStatus int                    // last HTTP status, 0 for none
 	firstAttemptAt time.Time
 	lastAttemptAt  time.Time
 	nextAttemptAt  *time.Time
@@ -133,7 +133,7 @@ func (d *delivery) view() *confpay.Delivery {
 	v := &confpay.Delivery{
 		DeliveryID:     d.id,
 		EventID:        d.ev.id,
-		Event:          d.ev.kind,
+		Event:          confpay.EventKind(d.ev.kind),
 		Status:         d.status,
 		Attempts:       d.attempts,
 		RetryCount:     max(0, d.attempts-1),
@@ -321,7 +321,7 @@ func (p *deliveryPool) stop() {
 
 // startDeliveryLocked records a new delivery of e to sub and queues its
 // first attempt at once.
-func (s *Server) startDeliveryLocked(n *network, sub *subscription, e *event, trigger string) *delivery {
+func (s *Server) startDeliveryLocked(n *network, sub *subscription, e *event, trigger confpay.DeliveryTrigger) *delivery {
 	now := s.clock.Now()
 	d := &delivery{
 		id:            names.NewID("dlv_"),

@@ -150,7 +150,11 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 // its secret.
 func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpay.Webhook {
 	t.Helper()
-	w, err := p.client.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: url, Events: events})
+	kinds := make([]confpay.EventKind, len(events))
+	for i, e := range events {
+		kinds[i] = confpay.EventKind(e)
+	}
+	w, err := p.client.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: url, Events: kinds})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func (x *Fault) validate() *apiError {
 func defaultFaultCode(status int) string {
 	switch status {
 	case http.StatusTooManyRequests:
-		return confpay.CodeRateLimited
+		return string(confpay.CodeRateLimited)
 	case http.StatusServiceUnavailable:
 		return "service_unavailable"
 	case http.StatusBadGateway:
@@ -165,7 +165,7 @@ func defaultFaultCode(status int) string {
 		return "gateway_timeout"
 	}
 	if status >= 500 {
-		return confpay.CodeInternal
+		return string(confpay.CodeInternal)
 	}
 	return "injected_fault"
 }
@@ -209,7 +209,7 @@ func (s *Server) ClearFaults() { s.faults.reset() }
 func (s *Server) applyFault(c *call, f *fault, rt *route) bool {
 	switch f.Action {
 	case FaultError:
-		e := newError(f.Status, f.Code, "injected fault")
+		e := newError(f.Status, confpay.ErrorCode(f.Code), "injected fault")
 		switch {
 		case f.RetryAfter != nil:
 			e.retryAfter = strconv.Itoa(*f.RetryAfter)

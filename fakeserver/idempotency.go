@@ -133,7 +133,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	}()
 	var status int
 	var body []byte
-	errCode := ""
+	var errCode confpay.ErrorCode
 	code, v, err := s.run(c, rt.h)
 	if err != nil {
 		sc, eb := errorAnswer(c.reqID, err)
@@ -164,7 +164,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 // and 413 (the request never ran; the caller may fix its body and send
 // again with the same key), 401, 409 idempotency_key_in_use, 429 (a retry
 // with the same key must run again) and every 5xx.
-func keepAnswer(status int, code string) bool {
+func keepAnswer(status int, code confpay.ErrorCode) bool {
 	switch {
 	case status >= 500:
 		return false

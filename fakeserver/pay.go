@@ -508,7 +508,7 @@ func (s *Server) expireLocked(n *network, h *heldTx) {
 
 // decidedLocked records a decision: the payment leaves the book, so a
 // second decision is 404.
-func (s *Server) decidedLocked(n *network, h *heldTx, status string) {
+func (s *Server) decidedLocked(n *network, h *heldTx, status confpay.AgentTransactionStatus) {
 	now := s.clock.Now()
 	h.status = status
 	h.decidedAt = &now

@@ -241,7 +241,7 @@ func TestAdminToken(t *testing.T) {
 		name  string
 		auth  []string
 		want  int
-		wantC string
+		wantC confpay.ErrorCode
 	}{
 		{"none", nil, 401, confpay.CodeUnauthorized},
 		{"wrong", []string{"Bearer adm-wrong"}, 401, confpay.CodeUnauthorized},

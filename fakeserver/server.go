@@ -641,9 +641,9 @@ type apiError struct {
 	retryAfter string
 }
 
-func (e *apiError) Error() string { return e.body.Code + ": " + e.body.Message }
+func (e *apiError) Error() string { return string(e.body.Code) + ": " + e.body.Message }
 
-func newError(status int, code, msg string) *apiError {
+func newError(status int, code confpay.ErrorCode, msg string) *apiError {
 	return &apiError{status: status, body: confpay.ErrorBody{Code: code, Message: msg}}
 }
 

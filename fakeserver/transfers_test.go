@@ -233,7 +233,8 @@ func TestRecipientKinds(t *testing.T) {
 		to           string
 		confidential *bool
 		status       int
-		code, param  string
+		code         confpay.ErrorCode
+		param        string
 	}{
 		{"@nobody", nil, 404, confpay.CodeRecipientNotFound, "to"},
 		{"@bob_2/nobot", nil, 404, confpay.CodeRecipientNotFound, "to"},

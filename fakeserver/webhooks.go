@@ -52,10 +52,14 @@ func (sub *subscription) wants(kind string) bool {
 }
 
 func (sub *subscription) view() *confpay.Webhook {
+	events := make([]confpay.EventKind, len(sub.events))
+	for i, e := range sub.events {
+		events[i] = confpay.EventKind(e)
+	}
 	return &confpay.Webhook{
 		WebhookID: sub.id,
 		URL:       sub.url,
-		Events:    append([]string{}, sub.events...),
+		Events:    events,
 		CreatedAt: sub.createdAt,
 	}
 }

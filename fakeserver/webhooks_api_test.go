@@ -61,7 +61,7 @@ func whRaw(t *testing.T, srv *fakeserver.Server, key confpay.Secret, method, pat
 	return resp.StatusCode, b
 }
 
-func whWantError(t *testing.T, err error, status int, code, param string) {
+func whWantError(t *testing.T, err error, status int, code confpay.ErrorCode, param string) {
 	t.Helper()
 	var ae *confpay.APIError
 	if !errors.As(err, &ae) {
@@ -81,7 +81,7 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 
 	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
 		URL:    "https://hooks.example.com/confpay",
-		Events: []string{webhookverify.KindTransferConfirmed, webhookverify.KindAgentPolicyUpdated},
+		Events: []confpay.EventKind{webhookverify.KindTransferConfirmed, webhookverify.KindAgentPolicyUpdated},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 	if !whSecretRE.MatchString(w.Secret.Reveal()) {
 		t.Fatal("the secret is not whsec_ and 32 base62 characters")
 	}
-	w2, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://127.0.0.1:9/h", Events: []string{webhookverify.KindTransferFailed}})
+	w2, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://127.0.0.1:9/h", Events: []confpay.EventKind{webhookverify.KindTransferFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestWebhooksAreScopedToAccountAndNetwork(t *testing.T) {
 	srv := fakeserver.New(t)
 	alice, mallory := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@mallory")
 	ctx := context.Background()
-	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://a.example.com/", Events: []string{webhookverify.KindTransferConfirmed}})
+	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://a.example.com/", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestWebhooksCreateValidation(t *testing.T) {
 		"http://[::1]:9/h",
 	}
 	for _, u := range good {
-		_, err := alice.test.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: u, Events: webhookverify.Kinds()})
+		_, err := alice.test.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: u, Events: confpay.EventKinds()})
 		if err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
@@ -249,7 +249,7 @@ func TestWebhooksAtMost16PerAccountAndNetwork(t *testing.T) {
 	srv := fakeserver.New(t)
 	alice, bob := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@bob")
 	ctx := context.Background()
-	p := &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []string{webhookverify.KindTransferConfirmed}}
+	p := &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}}
 	var first *confpay.Webhook
 	for i := range 16 {
 		w, err := alice.test.Webhooks.Create(ctx, p)

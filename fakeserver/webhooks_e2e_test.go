@@ -108,7 +108,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	}
 	ka, kb, kc := newWHSink(t, 200), newWHSink(t, 204), newWHSink(t, 200)
 	sub := func(c *confpay.Client, k *whSink) *confpay.Webhook {
-		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL + "/hook", Events: webhookverify.Kinds()})
+		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL + "/hook", Events: confpay.EventKinds()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	}
 	for i, d := range ds {
 		w := wants[len(wants)-1-i]
-		if d.Event != w.kind || d.EventID != aliceIDs[w.kind+" "+w.tr.TransferID] || d.Status != confpay.DeliverySucceeded ||
+		if string(d.Event) != w.kind || d.EventID != aliceIDs[w.kind+" "+w.tr.TransferID] || d.Status != confpay.DeliverySucceeded ||
 			d.Attempts != 1 || d.RetryCount != 0 || d.ResponseStatus != 200 || d.Trigger != confpay.TriggerEvent ||
 			d.LastAttemptAt == nil || !d.LastAttemptAt.Equal(w.at) || d.NextAttemptAt != nil {
 			t.Errorf("delivery %d: %+v", i, d)
@@ -249,7 +249,7 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := newWHSink(t, http.StatusInternalServerError)
-	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: webhookverify.Kinds()})
+	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: confpay.EventKinds()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	}
 	ka, kbot, kb := newWHSink(t, 200), newWHSink(t, 200), newWHSink(t, 200)
 	sub := func(c *confpay.Client, k *whSink) *confpay.Webhook {
-		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: webhookverify.Kinds()})
+		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: confpay.EventKinds()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,16 +343,15 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	if err := srv.FailTransfer(failed.TransferID); err != nil {
 		t.Fatal(err)
 	}
-	held := pay("75.25") // held for alice
-	if !held.Held() {
-		t.Fatalf("the 75.25 payment was not held: %+v", held)
-	}
+	held := cHold(t, bot, "@bob", "75.25") // held for alice
+	srv.Sync()
 	approved, err := alice.Agents.Approve(ctx, held.TransactionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Sync()
-	rejectedTx := pay("60")
+	rejectedTx := cHold(t, bot, "@bob", "60")
+	srv.Sync()
 	if _, err := alice.Agents.Reject(ctx, rejectedTx.TransactionID); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func ExampleServer_webhooks() {
 	defer receiver.Close()
 	hook, err := client.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
 		URL:    receiver.URL + "/webhooks",
-		Events: []string{webhookverify.KindTransferConfirmed},
+		Events: []confpay.EventKind{webhookverify.KindTransferConfirmed},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -37,7 +37,7 @@ func TestWithoutDeliveryJitter(t *testing.T) {
 
 	c := cSDK(t, srv, alice.test(), nil)
 	ctx := context.Background()
-	sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL, Events: []string{webhookverify.KindTransferInitiated}})
+	sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL, Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestDeliveryToATLSReceiver(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		opts    []fakeserver.Option
-		status  string
+		status  confpay.DeliveryStatus
 		answer  int
 		arrived int32
 	}{
@@ -45,7 +45,7 @@ func TestDeliveryToATLSReceiver(t *testing.T) {
 			cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
 			c := cSDK(t, srv, alice.test(), nil)
 			ctx := context.Background()
-			sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL + "/hook", Events: []string{webhookverify.KindTransferInitiated}})
+			sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL + "/hook", Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -404,7 +404,7 @@ the question. Scripts (no terminal) are not asked.`,
 			}
 			pairs := [][2]string{
 				{"Transaction", clean(d.TransactionID)},
-				{"Status", a.status(d.Status)},
+				{"Status", a.status(string(d.Status))},
 				{"Agent", clean(d.Agent)},
 				{"To", clean(d.To)},
 			}

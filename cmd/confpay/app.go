@@ -145,7 +145,7 @@ func errorLine(err error) string {
 		return strings.TrimPrefix(err.Error(), "confpay: ")
 	}
 	var b strings.Builder
-	b.WriteString(ae.Code)
+	b.WriteString(string(ae.Code))
 	if ae.Message != "" {
 		b.WriteString(": " + ae.Message)
 	}

@@ -196,9 +196,9 @@ func agentFixture(t *testing.T) (*fixture, map[string]string, string) {
 		t.Fatal(err)
 	}
 	agentEnv := map[string]string{envAPIKey: key.APIKey.Reveal(), envBaseURL: f.srv.URL()}
-	var held confpay.Transfer
+	var held confpay.AgentTransaction
 	decodeStrict(t, f.ok(agentEnv, "pay", "@bob", "120", "--memo", "annual plan", "--json"), &held)
-	if !held.Held() {
+	if held.Status != confpay.DecisionPending || held.TransactionID == "" {
 		t.Fatalf("pay above the threshold: %+v", held)
 	}
 	return f, agentEnv, held.TransactionID

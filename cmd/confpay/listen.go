@@ -83,7 +83,7 @@ func (a *app) listen(ctx context.Context, c *confpay.Client, events []string, fo
 	if len(events) == 0 {
 		events, what = webhookverify.Kinds(), "all events"
 	}
-	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: hookURL, Events: events})
+	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: hookURL, Events: eventKinds(events)})
 	if err != nil {
 		return err
 	}

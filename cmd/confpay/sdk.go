@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	confpay "github.com/confpay/confpay-go"
@@ -72,14 +73,33 @@ func listAgents(ctx context.Context, c *confpay.Client) ([]*confpay.Agent, error
 	return c.Agents.List(ctx)
 }
 
-// createTransfer sends a payment; held reports a payment held for the
-// owner's approval (an agent's, above its threshold) instead of submitted.
-func createTransfer(ctx context.Context, c *confpay.Client, p *confpay.TransferCreateParams, opts ...confpay.CallOption) (t *confpay.Transfer, held bool, err error) {
-	t, err = c.Transfers.Create(ctx, p, opts...)
-	if err != nil {
-		return nil, false, err
+// createTransfer sends a payment: the submitted transfer, or the payment
+// held for the owner's approval (an agent's, above its threshold).
+func createTransfer(ctx context.Context, c *confpay.Client, p *confpay.TransferCreateParams, opts ...confpay.CallOption) (*confpay.Transfer, *confpay.AgentTransaction, error) {
+	t, err := c.Transfers.Create(ctx, p, opts...)
+	var held *confpay.HeldError
+	if errors.As(err, &held) {
+		return nil, held.Payment, nil
 	}
-	return t, t.Held(), nil
+	return t, nil, err
+}
+
+// eventKinds types event kind names as given on the command line.
+func eventKinds(names []string) []confpay.EventKind {
+	out := make([]confpay.EventKind, len(names))
+	for i, n := range names {
+		out[i] = confpay.EventKind(n)
+	}
+	return out
+}
+
+// joinKinds joins event kinds with sep.
+func joinKinds(kinds []confpay.EventKind, sep string) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, sep)
 }
 
 // publicPayment is the Confidential field of a public payment.

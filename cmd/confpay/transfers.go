@@ -65,15 +65,15 @@ confpay prints the held transaction's id.`,
 			if err != nil {
 				return err
 			}
-			if held {
+			if held != nil {
 				if a.jsonOut {
-					return a.printJSON(t)
+					return a.printJSON(held)
 				}
 				return a.fields(
 					[2]string{"Held", "for the owner's approval (above the agent's threshold)"},
-					[2]string{"Transaction", clean(t.TransactionID)},
-					[2]string{"Status", a.status(string(t.Status))},
-					[2]string{"Expires", fmtTimePtr(t.ExpiresAt)},
+					[2]string{"Transaction", clean(held.TransactionID)},
+					[2]string{"Status", a.status(string(held.Status))},
+					[2]string{"Expires", fmtTime(held.ExpiresAt)},
 				)
 			}
 			if !a.jsonOut {

@@ -66,7 +66,7 @@ Event kinds: ` + strings.Join(webhookverify.Kinds(), ", ") + `.`,
 				}
 				return err
 			}
-			w, err := c.Webhooks.Create(cmd.Context(), &confpay.WebhookCreateParams{URL: url, Events: events})
+			w, err := c.Webhooks.Create(cmd.Context(), &confpay.WebhookCreateParams{URL: url, Events: eventKinds(events)})
 			if err != nil {
 				if f != nil {
 					_ = os.Remove(secretFile)
@@ -88,7 +88,7 @@ Event kinds: ` + strings.Join(webhookverify.Kinds(), ", ") + `.`,
 			pairs := [][2]string{
 				{"Webhook", clean(w.WebhookID)},
 				{"URL", clean(w.URL)},
-				{"Events", clean(strings.Join(w.Events, ", "))},
+				{"Events", clean(joinKinds(w.Events, ", "))},
 			}
 			if f != nil {
 				pairs = append(pairs, [2]string{"Secret", "written to " + secretFile})
@@ -129,7 +129,7 @@ func (a *app) webhooksListCmd() *cobra.Command {
 			}
 			t := a.newTable("ID", "URL", "EVENTS", "CREATED")
 			for _, w := range hooks {
-				t.row(clean(w.WebhookID), clean(w.URL), clean(strings.Join(w.Events, ",")), fmtTime(w.CreatedAt))
+				t.row(clean(w.WebhookID), clean(w.URL), clean(joinKinds(w.Events, ",")), fmtTime(w.CreatedAt))
 			}
 			return t.flush()
 		},
@@ -190,8 +190,8 @@ func (a *app) webhooksDeliveriesCmd() *cobra.Command {
 				if d.ResponseStatus != 0 {
 					code = strconv.Itoa(d.ResponseStatus)
 				}
-				t.row(clean(d.DeliveryID), clean(d.EventID), clean(d.Event), a.status(d.Status), strconv.Itoa(d.Attempts), code,
-					fmtTimePtr(d.LastAttemptAt), fmtTimePtr(d.NextAttemptAt), clean(d.Trigger))
+				t.row(clean(d.DeliveryID), clean(d.EventID), clean(string(d.Event)), a.status(string(d.Status)), strconv.Itoa(d.Attempts), code,
+					fmtTimePtr(d.LastAttemptAt), fmtTimePtr(d.NextAttemptAt), clean(string(d.Trigger)))
 			}
 			return t.flush()
 		},
@@ -216,7 +216,7 @@ func (a *app) webhooksReplayCmd() *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(r)
 			}
-			fmt.Fprintf(a.stdout, "Replaying %s to %s: delivery %s, %s\n", clean(r.EventID), clean(r.WebhookID), clean(r.DeliveryID), a.status(r.Status))
+			fmt.Fprintf(a.stdout, "Replaying %s to %s: delivery %s, %s\n", clean(r.EventID), clean(r.WebhookID), clean(r.DeliveryID), a.status(string(r.Status)))
 			return nil
 		},
 	}

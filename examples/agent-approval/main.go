@@ -99,14 +99,14 @@ func run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "agent tried to pay over its per-payment limit: refused, rule %s\n", apiErr.Rule)
 
 	// A payment above the approval threshold is held for the owner.
-	held, err := agentClient.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@cloudshop", Amount: confpay.MustParseAmount("120"), Memo: "annual plan"})
-	if err != nil {
-		return err
+	// Create then returns no transfer but a *HeldError carrying the held
+	// payment: nothing has moved yet.
+	_, err = agentClient.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@cloudshop", Amount: confpay.MustParseAmount("120"), Memo: "annual plan"})
+	var held *confpay.HeldError
+	if !errors.As(err, &held) {
+		return fmt.Errorf("expected the payment to be held, got %v", err)
 	}
-	if !held.Held() {
-		return fmt.Errorf("expected the payment to be held, got status %s", held.Status)
-	}
-	fmt.Fprintf(out, "agent's larger payment is held: %s, expires %s\n", held.TransactionID, held.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintf(out, "agent's larger payment is held: %s, expires %s\n", held.Payment.TransactionID, held.Payment.ExpiresAt.Format(time.RFC3339))
 
 	// The owner sees the pending payment and opens its figure with the
 	// owner's key: the service itself cannot.
@@ -126,7 +126,7 @@ func run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "owner reviews %s from %s to %s: %s %s, memo %q\n", p.TransactionID, p.Agent, p.To, amount, p.Asset, note.Memo)
 	}
 
-	decision, err := ownerClient.Agents.Approve(ctx, held.TransactionID)
+	decision, err := ownerClient.Agents.Approve(ctx, held.Payment.TransactionID)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func run(ctx context.Context, out io.Writer) error {
 
 	sub, err := client.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
 		URL:    "http://" + ln.Addr().String() + "/webhooks",
-		Events: []string{webhookverify.KindTransferInitiated, webhookverify.KindTransferConfirmed},
+		Events: []confpay.EventKind{confpay.EventTransferInitiated, confpay.EventTransferConfirmed},
 	})
 	if err != nil {
 		return err
