@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -258,5 +259,42 @@ func TestIdempotencyStoreRule(t *testing.T) {
 	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
 	if r := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor"); r.status != 402 || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("402 not replayed: %d %s", r.status, r.body)
+	}
+}
+
+// TestIdempotencyStoreIsBounded: an account holds at most the configured
+// number of Idempotency-Keys; one more new key answers 429 rate_limited
+// with Retry-After until the oldest expires, runs nothing, and leaves the
+// other accounts alone. Kept keys still replay.
+func TestIdempotencyStoreIsBounded(t *testing.T) {
+	srv := fakeserver.New(t, fakeserver.WithMaxIdempotencyKeys(3))
+	alice, bob := cAccount(t, srv, "@alice"), cAccount(t, srv, "@bob")
+	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	cFund(t, srv, "@bob", confpay.NetworkTest, "USDG", "100")
+	pay := func(key, idem, to string) cAnswer {
+		return cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"`+to+`","amount":"1"}`, "Idempotency-Key", idem)
+	}
+	for i := range 3 {
+		if a := pay(alice.test(), fmt.Sprint("k", i), "@bob"); a.status != 201 {
+			t.Fatalf("key %d: %d %s", i, a.status, a.body)
+		}
+	}
+	before := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG")
+	a := pay(alice.test(), "k3", "@bob")
+	if a.status != 429 || a.err().Code != confpay.CodeRateLimited || a.header.Get("Retry-After") != "86400" {
+		t.Fatalf("a fourth key: %d %s, Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
+	}
+	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != before {
+		t.Fatal("the refused request moved money")
+	}
+	if a := pay(alice.test(), "k0", "@bob"); a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a kept key at the bound: %d, replayed %q", a.status, a.header.Get("Idempotent-Replayed"))
+	}
+	if a := pay(bob.test(), "k3", "@alice"); a.status != 201 {
+		t.Fatalf("another account: %d %s", a.status, a.body)
+	}
+	srv.Advance(24 * time.Hour)
+	if a := pay(alice.test(), "k3", "@bob"); a.status != 201 {
+		t.Fatalf("once the oldest expired: %d %s", a.status, a.body)
 	}
 }

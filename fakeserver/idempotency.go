@@ -1,73 +1,33 @@
 package fakeserver
 
 import (
-	"crypto/sha256"
 	"errors"
+	"math"
 	"net/http"
-	"sync"
-	"time"
+	"strconv"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 )
 
-// idempotencyTTL is how long a first answer is kept for replay.
-const idempotencyTTL = 24 * time.Hour
-
-// idempotencyStore keeps first answers by (account, network, key), for
-// every POST, PATCH and DELETE that carries an Idempotency-Key:
+// Idempotency-Key (internal/idempotency keeps the answers): for every
+// POST, PATCH and DELETE that carries one,
 //
-//   - the same key with the same method, path and body replays the stored
-//     status and body, with Idempotent-Replayed: true;
-//   - the same key with another method, path or body is 422
+//   - the same key with the same method, path, query and body replays the
+//     stored status and body, with Idempotent-Replayed: true;
+//   - the same key with another method, path, query or body is 422
 //     idempotency_key_reused;
 //   - the same key while the first request still runs is 409
-//     idempotency_key_in_use.
+//     idempotency_key_in_use;
+//   - a new key when the account already holds the most keys the store
+//     keeps per account and network (10,000 unless WithMaxIdempotencyKeys
+//     says otherwise) is 429 rate_limited, with Retry-After the time until
+//     its oldest key expires.
 //
 // Only answers of requests that ran against the state are kept (see
 // keepAnswer); any other answer forgets the key, so that the caller can fix
-// its body and send again with the same key. Entries expire 24 hours (server time) after the first request. The store
-// has its own lock; it never holds it while a handler runs.
-type idempotencyStore struct {
-	mu      sync.Mutex
-	entries map[string]*idemEntry
-	order   []*idemEntry // oldest first, for expiry
-}
-
-type idemEntry struct {
-	scope    string
-	method   string
-	path     string
-	bodyHash [32]byte
-	created  time.Time
-
-	done   bool
-	status int
-	body   []byte
-}
-
-func (st *idempotencyStore) reset() {
-	st.mu.Lock()
-	st.entries = map[string]*idemEntry{}
-	st.order = nil
-	st.mu.Unlock()
-}
-
-// expireLocked drops entries older than the TTL. st.mu must be held.
-func (st *idempotencyStore) expireLocked(now time.Time) {
-	i := 0
-	for ; i < len(st.order); i++ {
-		e := st.order[i]
-		if now.Sub(e.created) < idempotencyTTL {
-			break
-		}
-		if st.entries[e.scope] == e {
-			delete(st.entries, e.scope)
-		}
-	}
-	if i > 0 {
-		st.order = append(st.order[:0:0], st.order[i:]...)
-	}
-}
+// its body and send again with the same key. Keys expire 24 hours (server
+// time) after the first request.
 
 // serveIdempotent runs a mutating call under its Idempotency-Key, if any.
 func (s *Server) serveIdempotent(c *call, rt *route) {
@@ -80,55 +40,41 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		s.writeError(c, errInvalid("Idempotency-Key", "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"))
 		return
 	}
-	st := &s.idempotent
-	scope := c.acct.id + "\x00" + string(c.net.name) + "\x00" + keys[0]
+	st := s.idempotent
+	owner := c.acct.id + "\x00" + string(c.net.name)
 	target := c.r.URL.EscapedPath()
 	if c.r.URL.RawQuery != "" {
 		target += "?" + c.r.URL.RawQuery
 	}
-	sum := sha256.Sum256(c.body)
 	now := s.clock.Now()
-
-	st.mu.Lock()
-	st.expireLocked(now)
-	if e := st.entries[scope]; e != nil && now.Sub(e.created) >= idempotencyTTL {
-		// Expired, though expireLocked stopped at a younger entry before
-		// it in the order (the clock was set back in between).
-		delete(st.entries, scope)
-	}
-	if e := st.entries[scope]; e != nil {
-		switch {
-		case e.method != c.r.Method || e.path != target || e.bodyHash != sum:
-			st.mu.Unlock()
-			s.writeError(c, newError(http.StatusUnprocessableEntity, confpay.CodeIdempotencyKeyReused,
-				"this Idempotency-Key was used with another method, path or body").withParam("Idempotency-Key"))
-		case !e.done:
-			st.mu.Unlock()
-			e := newError(http.StatusConflict, confpay.CodeIdempotencyKeyInUse,
-				"a request with this Idempotency-Key is still being processed").withParam("Idempotency-Key")
-			e.retryAfter = "1"
-			s.writeError(c, e)
-		default:
-			status, body := e.status, e.body
-			st.mu.Unlock()
-			c.header.Set("Idempotent-Replayed", "true")
-			s.writeRaw(c, status, body)
-		}
+	e, verdict, stored, retry := st.Begin(owner, keys[0], idempotency.Fingerprint(c.r.Method, target, c.body), now)
+	switch verdict {
+	case idempotency.Reused:
+		s.writeError(c, newError(http.StatusUnprocessableEntity, confpay.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used with another method, path or body").withParam("Idempotency-Key"))
+		return
+	case idempotency.InUse:
+		e := newError(http.StatusConflict, confpay.CodeIdempotencyKeyInUse,
+			"a request with this Idempotency-Key is still being processed").withParam("Idempotency-Key")
+		e.retryAfter = "1"
+		s.writeError(c, e)
+		return
+	case idempotency.Full:
+		e := newError(http.StatusTooManyRequests, confpay.CodeRateLimited,
+			"this account holds the most Idempotency-Keys the server keeps; retry when the oldest expires")
+		e.retryAfter = strconv.FormatInt(max(1, int64(math.Ceil(retry.Sub(now).Seconds()))), 10)
+		s.writeError(c, e)
+		return
+	case idempotency.Replay:
+		c.header.Set("Idempotent-Replayed", "true")
+		s.writeRaw(c, stored.Status, stored.Body)
 		return
 	}
-	e := &idemEntry{scope: scope, method: c.r.Method, path: target, bodyHash: sum, created: now}
-	st.entries[scope] = e
-	st.order = append(st.order, e)
-	st.mu.Unlock()
 
 	kept := false
 	defer func() {
 		if !kept { // not kept, or a panic: forget the key so that a retry runs
-			st.mu.Lock()
-			if st.entries[scope] == e {
-				delete(st.entries, scope)
-			}
-			st.mu.Unlock()
+			st.Forget(e)
 		}
 	}()
 	var status int
@@ -149,9 +95,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		status, body = render(code, v)
 	}
 	if keepAnswer(status, errCode) {
-		st.mu.Lock()
-		e.done, e.status, e.body = true, status, body
-		st.mu.Unlock()
+		st.Keep(e, idempotency.Answer{Status: status, Body: body})
 		kept = true
 	}
 	s.writeRaw(c, status, body)

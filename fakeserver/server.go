@@ -20,6 +20,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/internal/strictjson"
@@ -83,7 +84,7 @@ type Server struct {
 
 	assets     *assetBook // assets.go; kept by Reset
 	faults     faultScript
-	idempotent idempotencyStore
+	idempotent *idempotency.Store
 
 	handler http.Handler
 	hs      *httptest.Server // set by Start
@@ -126,6 +127,9 @@ type options struct {
 	// resolution for the self-SSRF checks and the delivery dialer.
 	lookup  func(ctx context.Context, host string) ([]netip.Addr, error)
 	maxHeld int
+	// maxIdempotencyKeys bounds the Idempotency-Keys kept per account and
+	// network.
+	maxIdempotencyKeys int
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -193,6 +197,13 @@ func WithAdminToken(token string) Option {
 // that an agent can never bury its owner's pending list.
 func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
 
+// WithMaxIdempotencyKeys bounds how many Idempotency-Keys the server keeps
+// per account and network (default 10,000): a request with one more new
+// key, while all are younger than 24 hours, answers 429 rate_limited with
+// Retry-After until the oldest expires. It keeps a long-running server's
+// memory bounded whatever its callers send.
+func WithMaxIdempotencyKeys(n int) Option { return func(o *options) { o.maxIdempotencyKeys = n } }
+
 // NewServer returns a server listening on a loopback port (see URL), as
 // httptest.NewServer does. Call Close when done; in a test, New does both.
 func NewServer(opts ...Option) *Server {
@@ -205,18 +216,20 @@ func NewServer(opts ...Option) *Server {
 // Handler yourself (the binary does), or call Start. Call Close when done.
 func NewUnstartedServer(opts ...Option) *Server {
 	o := options{
-		start:           DefaultStart,
-		blockTime:       time.Second,
-		approvalWindow:  24 * time.Hour,
-		deliveryTimeout: 10 * time.Second,
-		deliveryWorkers: 8,
-		ethRate:         confpay.MustParseLimit("3000"),
-		maxHeld:         DefaultMaxHeldPerAgent,
+		start:              DefaultStart,
+		blockTime:          time.Second,
+		approvalWindow:     24 * time.Hour,
+		deliveryTimeout:    10 * time.Second,
+		deliveryWorkers:    8,
+		ethRate:            confpay.MustParseLimit("3000"),
+		maxHeld:            DefaultMaxHeldPerAgent,
+		maxIdempotencyKeys: idempotency.DefaultMaxPerOwner,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets)}
+	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
+		idempotent: idempotency.New(o.maxIdempotencyKeys)}
 	if o.realClock {
 		s.clock = clock.NewReal()
 	} else {
@@ -337,7 +350,7 @@ func (s *Server) resetLocked() {
 		n.hooks.init()
 	}
 	s.faults.reset()
-	s.idempotent.reset()
+	s.idempotent.Reset()
 	select {
 	case <-s.closing: // a closed server starts no workers again
 	default:

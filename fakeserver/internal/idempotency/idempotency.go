@@ -1,0 +1,209 @@
+// Package idempotency is the fakeserver's Idempotency-Key store: first
+// answers by (owner, key) for 24 hours of server time, each request known
+// only by a fixed-size fingerprint (a SHA-256 of its method, path, query
+// and body), so that memory per key is bounded whatever the request. The
+// store has its own lock and never holds it while a request runs.
+package idempotency
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+	"time"
+)
+
+// TTL is how long a first answer is kept for replay.
+const TTL = 24 * time.Hour
+
+// DefaultMaxPerOwner is how many keys one owner (an account on a network)
+// may hold in the store at once unless the server says otherwise.
+const DefaultMaxPerOwner = 10_000
+
+// Fingerprint identifies a request: its method, its path and query as
+// sent, and its body. Two requests under one key are the same request when
+// their fingerprints are equal.
+func Fingerprint(method, target string, body []byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range [][]byte{[]byte(method), []byte(target), body} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Verdict is what the store says about a request under a key.
+type Verdict int
+
+// Verdicts of Begin.
+const (
+	// Run: the key is new; run the request, then Keep or Forget.
+	Run Verdict = iota
+	// Replay: the same request ran before; send its stored answer.
+	Replay
+	// Reused: the key was used with another request (422).
+	Reused
+	// InUse: the first request under the key still runs (409).
+	InUse
+	// Full: the owner holds the most keys it may (429); the oldest
+	// expires at the time Begin returns with it.
+	Full
+)
+
+// Answer is a stored first answer.
+type Answer struct {
+	Status int
+	Body   []byte
+}
+
+// Entry is a key's place in the store, returned by Begin with Run.
+type Entry struct {
+	owner, key string
+	fp         [32]byte
+	created    time.Time
+	done       bool
+	answer     Answer
+}
+
+// Store keeps first answers. The zero value is not usable; use New.
+type Store struct {
+	mu      sync.Mutex
+	max     int
+	entries map[scope]*Entry
+	order   []*Entry       // oldest first, for expiry
+	owned   map[string]int // live entries per owner
+}
+
+type scope struct{ owner, key string }
+
+// New returns an empty store that lets each owner hold at most maxPerOwner
+// keys at once.
+func New(maxPerOwner int) *Store {
+	st := &Store{max: max(maxPerOwner, 1)}
+	st.Reset()
+	return st
+}
+
+// Reset empties the store.
+func (st *Store) Reset() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.entries = map[scope]*Entry{}
+	st.order = nil
+	st.owned = map[string]int{}
+}
+
+// SetMaxPerOwner changes the bound; keys already held stay.
+func (st *Store) SetMaxPerOwner(n int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.max = max(n, 1)
+}
+
+// Len is how many keys the store holds.
+func (st *Store) Len() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.entries)
+}
+
+// drop removes e, if it is still the entry of its scope.
+func (st *Store) drop(e *Entry) {
+	s := scope{e.owner, e.key}
+	if st.entries[s] == e {
+		delete(st.entries, s)
+		if st.owned[e.owner]--; st.owned[e.owner] <= 0 {
+			delete(st.owned, e.owner)
+		}
+	}
+}
+
+// expire drops the entries older than the TTL at now.
+func (st *Store) expire(now time.Time) {
+	i := 0
+	for ; i < len(st.order); i++ {
+		e := st.order[i]
+		if now.Sub(e.created) < TTL {
+			break
+		}
+		st.drop(e)
+	}
+	if i > 0 {
+		st.order = append(st.order[:0:0], st.order[i:]...)
+	}
+}
+
+// compact drops forgotten entries from the expiry order once they
+// outnumber the live ones, so that a flood of requests whose answers are
+// not kept cannot grow it.
+func (st *Store) compact() {
+	if len(st.order) <= 2*len(st.entries)+64 {
+		return
+	}
+	live := st.order[:0]
+	for _, e := range st.order {
+		if st.entries[scope{e.owner, e.key}] == e {
+			live = append(live, e)
+		}
+	}
+	clear(st.order[len(live):])
+	st.order = live
+}
+
+// Begin looks key up for owner at now. With Run the caller owns the
+// returned entry until it calls Keep or Forget; with Replay the stored
+// answer is returned; with Full the retry time is when the owner's oldest
+// key expires.
+func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, Verdict, Answer, time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.expire(now)
+	st.compact()
+	s := scope{owner, key}
+	if e := st.entries[s]; e != nil && now.Sub(e.created) >= TTL {
+		// Expired, though expire stopped at a younger entry before it in
+		// the order (the clock was set back in between).
+		st.drop(e)
+	}
+	if e := st.entries[s]; e != nil {
+		switch {
+		case e.fp != fp:
+			return nil, Reused, Answer{}, time.Time{}
+		case !e.done:
+			return nil, InUse, Answer{}, time.Time{}
+		}
+		return nil, Replay, e.answer, time.Time{}
+	}
+	if st.owned[owner] >= st.max {
+		retry := now.Add(TTL)
+		for _, e := range st.order {
+			if e.owner == owner && st.entries[scope{e.owner, e.key}] == e {
+				retry = e.created.Add(TTL)
+				break
+			}
+		}
+		return nil, Full, Answer{}, retry
+	}
+	e := &Entry{owner: owner, key: key, fp: fp, created: now}
+	st.entries[s] = e
+	st.owned[owner]++
+	st.order = append(st.order, e)
+	return e, Run, Answer{}, time.Time{}
+}
+
+// Keep stores the answer of the request that ran under e, for replay.
+func (st *Store) Keep(e *Entry, a Answer) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e.done, e.answer = true, a
+}
+
+// Forget drops e (its answer is not kept), so that a retry runs again.
+func (st *Store) Forget(e *Entry) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.drop(e)
+}

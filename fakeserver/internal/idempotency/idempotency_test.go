@@ -1,0 +1,120 @@
+package idempotency
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+func TestVerdicts(t *testing.T) {
+	st := New(10)
+	fp := Fingerprint("POST", "/v1/transfers", []byte(`{"a":1}`))
+	e, v, _, _ := st.Begin("alice", "k1", fp, t0)
+	if v != Run || e == nil {
+		t.Fatalf("first use: %v", v)
+	}
+	if _, v, _, _ := st.Begin("alice", "k1", fp, t0); v != InUse {
+		t.Fatalf("while running: %v", v)
+	}
+	st.Keep(e, Answer{Status: 201, Body: []byte("x")})
+	if _, v, a, _ := st.Begin("alice", "k1", fp, t0.Add(time.Hour)); v != Replay || a.Status != 201 || string(a.Body) != "x" {
+		t.Fatalf("replay: %v %+v", v, a)
+	}
+	other := Fingerprint("POST", "/v1/transfers", []byte(`{"a":2}`))
+	if _, v, _, _ := st.Begin("alice", "k1", other, t0); v != Reused {
+		t.Fatalf("another body: %v", v)
+	}
+	if _, v, _, _ := st.Begin("bob", "k1", other, t0); v != Run {
+		t.Fatalf("another owner's key: %v", v)
+	}
+	// 24 hours later the key is new again.
+	if _, v, _, _ := st.Begin("alice", "k1", other, t0.Add(TTL)); v != Run {
+		t.Fatalf("after the TTL: %v", v)
+	}
+	// A forgotten key runs again.
+	e, _, _, _ = st.Begin("alice", "k2", fp, t0)
+	st.Forget(e)
+	if _, v, _, _ := st.Begin("alice", "k2", fp, t0); v != Run {
+		t.Fatalf("after Forget: %v", v)
+	}
+}
+
+func TestFingerprintSeparatesParts(t *testing.T) {
+	a := Fingerprint("POST", "/v1/x", []byte("ab"))
+	for _, b := range [][32]byte{
+		Fingerprint("POST", "/v1/xa", []byte("b")),
+		Fingerprint("POST", "/v1/x?", []byte("ab")),
+		Fingerprint("PATCH", "/v1/x", []byte("ab")),
+	} {
+		if a == b {
+			t.Fatal("two different requests share a fingerprint")
+		}
+	}
+}
+
+func TestBoundPerOwner(t *testing.T) {
+	st := New(3)
+	fp := Fingerprint("POST", "/", nil)
+	for i := range 3 {
+		e, v, _, _ := st.Begin("alice", strconv.Itoa(i), fp, t0.Add(time.Duration(i)*time.Minute))
+		if v != Run {
+			t.Fatalf("key %d: %v", i, v)
+		}
+		st.Keep(e, Answer{Status: 201})
+	}
+	_, v, _, retry := st.Begin("alice", "3", fp, t0.Add(time.Hour))
+	if v != Full || !retry.Equal(t0.Add(TTL)) {
+		t.Fatalf("over the bound: %v, retry at %v", v, retry)
+	}
+	if _, v, _, _ := st.Begin("alice", "0", fp, t0.Add(time.Hour)); v != Replay {
+		t.Fatalf("a held key still replays at the bound: %v", v)
+	}
+	if _, v, _, _ := st.Begin("bob", "0", fp, t0.Add(time.Hour)); v != Run {
+		t.Fatalf("another owner is not bounded by alice's keys: %v", v)
+	}
+	if _, v, _, _ := st.Begin("alice", "3", fp, t0.Add(TTL)); v != Run {
+		t.Fatalf("once the oldest expired: %v", v)
+	}
+}
+
+// TestForgottenKeysDoNotGrowTheStore: requests whose answers are not kept
+// (400s, say) leave nothing behind, however many come.
+func TestForgottenKeysDoNotGrowTheStore(t *testing.T) {
+	st := New(10)
+	fp := Fingerprint("POST", "/", nil)
+	for i := range 10_000 {
+		e, _, _, _ := st.Begin("alice", strconv.Itoa(i), fp, t0)
+		st.Forget(e)
+	}
+	if st.Len() != 0 || len(st.order) > 200 {
+		t.Fatalf("%d entries, %d in the order after 10,000 forgotten keys", st.Len(), len(st.order))
+	}
+}
+
+// BenchmarkStoreMemory reports the heap each kept key costs when every
+// request has a 64 KiB body and a 2 KiB query: the fingerprint keeps it
+// small and independent of the request's size.
+func BenchmarkStoreMemory(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 64<<10)
+	query := "/v1/transfers?" + string(bytes.Repeat([]byte("q"), 2<<10))
+	answer := []byte(`{"transfer_id":"tr_00000001abcdefghijkl","status":"pending"}`)
+	const n = 10_000
+	var before, after runtime.MemStats
+	for b.Loop() {
+		st := New(n)
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			e, _, _, _ := st.Begin("alice", strconv.Itoa(i), Fingerprint("POST", query, body), t0)
+			st.Keep(e, Answer{Status: 201, Body: answer})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/key")
+		runtime.KeepAlive(st)
+	}
+}
