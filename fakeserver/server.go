@@ -200,7 +200,7 @@ func NewServer(opts ...Option) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.resetLocked()
-	s.handler = s.routes()
+	s.handler = hookHandler(s.routes())
 	return s
 }
 
