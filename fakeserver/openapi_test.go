@@ -3,12 +3,14 @@ package fakeserver
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,9 +138,6 @@ func checkExchange(ex openapicheck.Exchange) error {
 	if ex.Status == http.StatusServiceUnavailable && bytes.Contains(ex.Body, []byte(`"request_abandoned"`)) {
 		return nil // a request held by a delay fault whose client has gone: nobody reads it
 	}
-	if docFor(ex.URL.Path) == adminDoc {
-		return nil // TEMP
-	}
 	if err := docFor(ex.URL.Path).Check(ex); err != nil {
 		for _, d := range knownDeviations {
 			if strings.Contains(err.Error(), d.match) {
@@ -237,3 +236,101 @@ func recordTransport(next http.RoundTripper) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestOpenAPIServed: both documents are served, byte for byte.
+func TestOpenAPIServed(t *testing.T) {
+	s := New(t)
+	if _, err := s.CreateAccount(AccountParams{Handle: "@alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(s.URL() + "/_fake/accounts/%40alice"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /_fake/accounts/%%40alice: %v %v", resp, err)
+	}
+	for path, want := range map[string][]byte{"/_fake/openapi.yaml": confpay.OpenAPI(), "/_fake/openapi-fake.yaml": AdminOpenAPI()} {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/yaml" || !bytes.Equal(got, want) {
+			t.Errorf("GET %s: %d %q, %d bytes; want 200 application/yaml, the document (%d bytes)", path, resp.StatusCode, resp.Header.Get("Content-Type"), len(got), len(want))
+		}
+	}
+}
+
+// TestOpenAPIMutation shows that the check catches a member missing on
+// either side: a real answer passes; the same answer without a member the
+// document requires fails; and the real answer fails against a document
+// from which that member was removed.
+func TestOpenAPIMutation(t *testing.T) {
+	s := New(t)
+	a, err := s.CreateAccount(AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", s.URL()+"/v1/accounts/me", nil)
+	req.Header.Set("Authorization", "Bearer "+a.TestKey.Reveal())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ex := openapicheck.Exchange{Method: "GET", URL: req.URL, ReqHeader: req.Header, Status: resp.StatusCode, Header: resp.Header, Body: body}
+	if err := checkExchange(ex); err != nil {
+		t.Fatalf("the real answer fails: %v", err)
+	}
+
+	// The server drops a member.
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "handle")
+	ex.Body, _ = json.Marshal(m)
+	if err := checkExchange(ex); err == nil || !strings.Contains(err.Error(), "handle") {
+		t.Errorf("an answer without handle: %v, want an error naming handle", err)
+	}
+	ex.Body = body
+
+	// The server adds a member.
+	m["handle"], m["balance"] = "@alice", "12.5"
+	ex.Body, _ = json.Marshal(m)
+	if err := checkExchange(ex); err == nil || !strings.Contains(err.Error(), "balance") {
+		t.Errorf("an answer with an extra balance: %v, want an error naming balance", err)
+	}
+
+	// The document drops a member.
+	doc := openapicheck.MustLoad(confpay.OpenAPI())
+	acct := doc.T.Components.Schemas["Account"].Value
+	delete(acct.Properties, "handle")
+	acct.Required = slices.DeleteFunc(acct.Required, func(s string) bool { return s == "handle" })
+	ex.Body = body
+	if err := doc.Check(ex); err == nil || !strings.Contains(err.Error(), "handle") {
+		t.Errorf("the real answer against a document without handle: %v, want an error naming handle", err)
+	}
+}
+
+// TestOpenAPIDeliveryMutation: a webhook body missing a member fails.
+func TestOpenAPIDeliveryMutation(t *testing.T) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Service-Signature", strings.Repeat("ab", 32))
+	h.Set("X-Service-Event-Id", "evt_1")
+	h.Set("X-Service-Delivery-Attempt", "1")
+	good := `{"event":"transfer.confirmed","event_id":"evt_1","account":"@alice","direction":"sent","counterparty":"@bob","asset":"USDG","confidential":true,"tx_hash":"0x` + strings.Repeat("0", 64) + `","transfer_id":"tr_1","timestamp":"2026-01-05T09:00:00Z"}`
+	if err := v1Doc.CheckDelivery(h, []byte(good)); err != nil {
+		t.Fatalf("a good delivery fails: %v", err)
+	}
+	if err := v1Doc.CheckDelivery(h, []byte(strings.Replace(good, `"direction":"sent",`, "", 1))); err == nil {
+		t.Error("a delivery without direction passes")
+	}
+	if err := v1Doc.CheckDelivery(h, []byte(strings.Replace(good, `"asset":"USDG"`, `"asset":"USDG","amount":"1"`, 1))); err == nil {
+		t.Error("a delivery with an amount passes")
+	}
+	h.Del("X-Service-Signature")
+	if err := v1Doc.CheckDelivery(h, []byte(good)); err == nil {
+		t.Error("a delivery without X-Service-Signature passes")
+	}
+}

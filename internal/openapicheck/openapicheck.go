@@ -318,3 +318,48 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// Lint checks a document beyond what OpenAPI itself requires, for the
+// project's conventions: it loads and validates it, then every operation
+// has an operationId, every answer of a path (not a webhook) declares
+// X-Request-Id, and every POST, PATCH and DELETE of /v1 takes
+// Idempotency-Key.
+func Lint(spec []byte) error {
+	d, err := Load(spec)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for path, pi := range d.T.Paths.Map() {
+		for method, op := range pi.Operations() {
+			where := method + " " + path
+			if op.OperationID == "" {
+				problems = append(problems, where+": no operationId")
+			}
+			for status, r := range op.Responses.Map() {
+				if r.Value.Headers["X-Request-Id"] == nil {
+					problems = append(problems, fmt.Sprintf("%s %s: no X-Request-Id header", where, status))
+				}
+			}
+			if strings.HasPrefix(path, "/v1/") && method != http.MethodGet {
+				has := false
+				for _, p := range op.Parameters {
+					has = has || (p.Value.In == openapi3.ParameterInHeader && p.Value.Name == "Idempotency-Key")
+				}
+				if !has {
+					problems = append(problems, where+": no Idempotency-Key parameter")
+				}
+			}
+		}
+	}
+	for kind, pi := range d.T.Webhooks {
+		if pi.Post == nil || pi.Post.RequestBody == nil {
+			problems = append(problems, "webhook "+kind+": no POST with a body")
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
