@@ -33,6 +33,8 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
 		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},
+		"/_fake/openapi.yaml":                 {{"GET", false, s.adminOpenAPI}},     // openapi.go
+		"/_fake/openapi-fake.yaml":            {{"GET", false, s.adminOpenAPIFake}}, // openapi.go
 	}
 }
 

@@ -206,7 +206,7 @@ func newDeliveryPool(timeout time.Duration, tlsConfig *tls.Config, dial func(con
 	tr.MaxIdleConnsPerHost = 64
 	p := &deliveryPool{
 		client: &http.Client{
-			Transport: tr,
+			Transport: hookTransport(tr),
 			// A redirect is an answer like any other: not 2xx, so a failure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},

@@ -131,6 +131,7 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 		owner:       owner.acct,
 		agentName:   name,
 		agentStatus: confpay.AgentActive,
+		policy:      &policy{id: newID("policy_")}, // every agent has one (agent.policy.updated names it)
 	}
 	s.addAccountLocked(a)
 	owner.acct.agents = append(owner.acct.agents, a)

@@ -240,7 +240,7 @@ func NewUnstartedServer(opts ...Option) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.resetLocked()
-	s.handler = s.routes()
+	s.handler = hookHandler(s.routes())
 	return s
 }
 
