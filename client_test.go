@@ -311,7 +311,7 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"webhookID", c.Webhooks.Delete(ctx, "")},
 		{"webhookID", func() error { _, err := c.Webhooks.Replay(ctx, "", "evt_1"); return err }()},
 		{"eventID", func() error { _, err := c.Webhooks.Replay(ctx, "wh_1", ""); return err }()},
-		{"webhookID", func() error { _, err := c.Webhooks.Deliveries(ctx, ""); return err }()},
+		{"webhookID", func() error { _, err := c.Webhooks.Deliveries(ctx, "", nil); return err }()},
 	} {
 		var pe *ParamError
 		if !errors.As(tc.err, &pe) || pe.Param != tc.param {

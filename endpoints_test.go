@@ -338,10 +338,10 @@ func endpointCases() []endpointCase {
 		{
 			name: "Webhooks.Deliveries",
 			call: func(ctx context.Context, c *Client, o []CallOption) (any, error) {
-				return c.Webhooks.Deliveries(ctx, "wh_2b3n4m5k6j7h", o...)
+				return c.Webhooks.Deliveries(ctx, "wh_2b3n4m5k6j7h", &DeliveryListParams{Limit: 2, Offset: 4}, o...)
 			},
-			method: "GET", path: "/v1/webhooks/wh_2b3n4m5k6j7h/deliveries", status: 200, answer: "deliveries.json",
-			want: []*Delivery{
+			method: "GET", path: "/v1/webhooks/wh_2b3n4m5k6j7h/deliveries", query: "limit=2&offset=4", status: 200, answer: "deliveries.json",
+			want: &DeliveryList{HasMore: true, Deliveries: []*Delivery{
 				{
 					DeliveryID: "dlv_9q8w7e6r5t4y", EventID: "evt_1z2x3c4v5b6n", Event: "transfer.confirmed",
 					Status: DeliveryPending, Attempts: 2, RetryCount: 1, ResponseStatus: 503,
@@ -352,7 +352,7 @@ func endpointCases() []endpointCase {
 					Status: DeliverySucceeded, Attempts: 1, RetryCount: 0, ResponseStatus: 200,
 					LastAttemptAt: tsp("2026-07-02T14:23:09Z"), Trigger: TriggerReplay,
 				},
-			},
+			}},
 		},
 	}
 }

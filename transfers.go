@@ -197,23 +197,32 @@ func (s *TransfersService) List(ctx context.Context, params *TransferListParams,
 	return &l, nil
 }
 
+// pageQuery checks the paging parameters every list shares and sets the
+// ones that are not the default.
+func pageQuery(v url.Values, limit, offset int) error {
+	if limit < 0 || limit > MaxPageSize {
+		return &ParamError{Param: "limit", Problem: "must be between 1 and 100 (0 for the default)"}
+	}
+	if offset < 0 {
+		return &ParamError{Param: "offset", Problem: "must be at least 0"}
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if offset > 0 {
+		v.Set("offset", strconv.Itoa(offset))
+	}
+	return nil
+}
+
 // query encodes the parameters that are set.
 func (p *TransferListParams) query() (string, error) {
 	if p == nil {
 		return "", nil
 	}
-	if p.Limit < 0 || p.Limit > MaxPageSize {
-		return "", &ParamError{Param: "limit", Problem: "must be between 1 and 100 (0 for the default)"}
-	}
-	if p.Offset < 0 {
-		return "", &ParamError{Param: "offset", Problem: "must be at least 0"}
-	}
 	v := url.Values{}
-	if p.Limit > 0 {
-		v.Set("limit", strconv.Itoa(p.Limit))
-	}
-	if p.Offset > 0 {
-		v.Set("offset", strconv.Itoa(p.Offset))
+	if err := pageQuery(v, p.Limit, p.Offset); err != nil {
+		return "", err
 	}
 	if p.Status != "" {
 		v.Set("status", string(p.Status))

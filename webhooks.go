@@ -3,8 +3,10 @@ package confpay
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/confpay/confpay-go/webhookverify"
@@ -122,6 +124,13 @@ type Delivery struct {
 // DeliveryList is the answer of GET /v1/webhooks/{id}/deliveries.
 type DeliveryList struct {
 	Deliveries []*Delivery `json:"deliveries"`
+	HasMore    bool        `json:"has_more"`
+}
+
+// DeliveryListParams pages GET /v1/webhooks/{webhook_id}/deliveries.
+type DeliveryListParams struct {
+	Limit  int // page size 1..100; 0 means the server default (20)
+	Offset int // items to skip
 }
 
 // Replay is the answer of POST /v1/webhooks/{id}/replay/{event_id}.
@@ -189,18 +198,56 @@ func (s *WebhooksService) Replay(ctx context.Context, webhookID, eventID string,
 	return &r, nil
 }
 
-// Deliveries returns the subscription's recent deliveries, newest first
-// (GET /v1/webhooks/{webhook_id}/deliveries).
-func (s *WebhooksService) Deliveries(ctx context.Context, webhookID string, opts ...CallOption) ([]*Delivery, error) {
+// Deliveries returns one page of the subscription's deliveries of the
+// last 30 days, newest first (GET /v1/webhooks/{webhook_id}/deliveries).
+// params may be nil (the first page of 20). AllDeliveries walks every page.
+func (s *WebhooksService) Deliveries(ctx context.Context, webhookID string, params *DeliveryListParams, opts ...CallOption) (*DeliveryList, error) {
 	id, err := pathID("webhookID", webhookID)
 	if err != nil {
 		return nil, err
 	}
+	q := url.Values{}
+	if params != nil {
+		if err := pageQuery(q, params.Limit, params.Offset); err != nil {
+			return nil, err
+		}
+	}
 	var l DeliveryList
-	if err := s.client.do(ctx, http.MethodGet, "/v1/webhooks/"+id+"/deliveries", "", nil, &l, opts); err != nil {
+	if err := s.client.do(ctx, http.MethodGet, "/v1/webhooks/"+id+"/deliveries", q.Encode(), nil, &l, opts); err != nil {
 		return nil, err
 	}
-	return l.Deliveries, nil
+	return &l, nil
+}
+
+// AllDeliveries iterates over the subscription's deliveries of the last 30
+// days, newest first, fetching pages of 100 (or params.Limit) as it goes.
+// An error ends the iteration after it is yielded.
+func (s *WebhooksService) AllDeliveries(ctx context.Context, webhookID string, params *DeliveryListParams, opts ...CallOption) iter.Seq2[*Delivery, error] {
+	return func(yield func(*Delivery, error) bool) {
+		var p DeliveryListParams
+		if params != nil {
+			p = *params
+		}
+		if p.Limit == 0 {
+			p.Limit = MaxPageSize
+		}
+		for {
+			page, err := s.Deliveries(ctx, webhookID, &p, opts...)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, d := range page.Deliveries {
+				if !yield(d, nil) {
+					return
+				}
+			}
+			if !page.HasMore || len(page.Deliveries) == 0 {
+				return
+			}
+			p.Offset += len(page.Deliveries)
+		}
+	}
 }
 
 // EventKinds returns the seven event kinds in the interface's order, as

@@ -201,3 +201,16 @@ func checkUnchanged(t *testing.T, srv *fakeserver.Server, before fakeserver.Snap
 		t.Fatalf("%s changed the state (-before +after):\n%s", what, diff)
 	}
 }
+
+// allDeliveries lists every delivery of a subscription through the SDK,
+// all pages.
+func allDeliveries(ctx context.Context, c *confpay.Client, webhookID string) ([]*confpay.Delivery, error) {
+	var out []*confpay.Delivery
+	for d, err := range c.Webhooks.AllDeliveries(ctx, webhookID, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

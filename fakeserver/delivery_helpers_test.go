@@ -131,7 +131,7 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 		owner:       owner.acct,
 		agentName:   name,
 		agentStatus: confpay.AgentActive,
-		policy:      &policy{id: newID("policy_")}, // every agent has one (agent.policy.updated names it)
+		policy:      &policy{id: names.NewID("policy_")}, // every agent has one (agent.policy.updated names it)
 	}
 	s.addAccountLocked(a)
 	owner.acct.agents = append(owner.acct.agents, a)
@@ -211,9 +211,9 @@ func whNoJitter(d time.Duration) time.Duration { return d }
 // deliveriesOf lists a subscription's deliveries through the SDK.
 func whDeliveries(t testing.TB, p *whParty, webhookID string) []*confpay.Delivery {
 	t.Helper()
-	ds, err := p.client.Webhooks.Deliveries(context.Background(), webhookID)
+	page, err := p.client.Webhooks.Deliveries(context.Background(), webhookID, &confpay.DeliveryListParams{Limit: confpay.MaxPageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ds
+	return page.Deliveries
 }

@@ -1,6 +1,8 @@
 package fakeserver
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -254,5 +256,59 @@ func TestDeliveryRefusedConnectionIsAFailure(t *testing.T) {
 	d := whDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliveryPending || d.Attempts != 1 || d.ResponseStatus != 0 || d.NextAttemptAt == nil {
 		t.Fatalf("after a refused connection: %+v", d)
+	}
+}
+
+// TestDeliveriesArePaged: the deliveries list is paged like transfers
+// (decisions.md): newest first, limit 1 to 100 (default 20), offset, and
+// has_more; a bad limit or offset, or another parameter, is 400 naming it.
+func TestDeliveriesArePaged(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	rc := newWHReceiver(t, s, whAlways(200))
+	alice := newWHParty(t, s, "@alice")
+	w := whSubscribe(t, alice, rc.url(), "transfer.initiated")
+	for range 25 {
+		whEmit(s, "transfer.initiated", whTransfer(s, alice.acct, nil))
+	}
+	s.Sync()
+	all := whDeliveries(t, alice, w.WebhookID)
+	if len(all) != 25 {
+		t.Fatalf("%d deliveries, want 25", len(all))
+	}
+	ctx := context.Background()
+	first, err := alice.client.Webhooks.Deliveries(ctx, w.WebhookID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Deliveries) != 20 || !first.HasMore || first.Deliveries[0].DeliveryID != all[0].DeliveryID {
+		t.Fatalf("default page: %d items, has_more %v", len(first.Deliveries), first.HasMore)
+	}
+	last, err := alice.client.Webhooks.Deliveries(ctx, w.WebhookID, &confpay.DeliveryListParams{Limit: 10, Offset: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(last.Deliveries) != 5 || last.HasMore || last.Deliveries[4].DeliveryID != all[24].DeliveryID {
+		t.Fatalf("last page: %d items, has_more %v", len(last.Deliveries), last.HasMore)
+	}
+	var walked []string
+	for d, err := range alice.client.Webhooks.AllDeliveries(ctx, w.WebhookID, &confpay.DeliveryListParams{Limit: 7}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = append(walked, d.DeliveryID)
+	}
+	if len(walked) != 25 || walked[24] != all[24].DeliveryID {
+		t.Fatalf("AllDeliveries walked %d", len(walked))
+	}
+	for query, param := range map[string]string{"limit=0": "limit", "limit=101": "limit", "offset=-1": "offset", "status=pending": "status"} {
+		r := httptest.NewRequest("GET", "/v1/webhooks/"+w.WebhookID+"/deliveries?"+query, nil)
+		r.SetPathValue("webhook_id", w.WebhookID)
+		c := &call{s: s, r: r, acct: alice.acct, net: s.nets[confpay.NetworkTest]}
+		_, _, err := s.handleDeliveries(c)
+		var e *apiError
+		if !errors.As(err, &e) || e.status != 400 || e.body.Param != param {
+			t.Errorf("?%s: %v, want 400 naming %s", query, err, param)
+		}
 	}
 }

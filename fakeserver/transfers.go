@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,33 +394,46 @@ type listQuery struct {
 // parseListQuery checks the list parameters strictly: each at most once,
 // no unknown ones, limit 1..100 (default 20), offset >= 0, status one of
 // the three, from/to RFC 3339.
-func parseListQuery(q url.Values) (listQuery, *apiError) {
-	lq := listQuery{limit: 20}
+// parsePageQuery reads the paging parameters every list shares: limit (1
+// to 100, default 20) and offset (at least 0). Any parameter other than
+// these and extra is refused, and so is one given twice.
+func parsePageQuery(q url.Values, extra ...string) (limit, offset int, apiErr *apiError) {
+	limit = 20
 	for k, vs := range q {
-		switch k {
-		case "limit", "offset", "status", "from", "to":
-		case "":
-			return lq, errInvalid("query", "a query parameter without a name")
+		switch {
+		case k == "limit", k == "offset", slices.Contains(extra, k):
+		case k == "":
+			return 0, 0, errInvalid("query", "a query parameter without a name")
 		default:
-			return lq, errInvalid(k, "unknown query parameter "+strconv.Quote(k))
+			return 0, 0, errInvalid(k, "unknown query parameter "+strconv.Quote(k))
 		}
 		if len(vs) != 1 {
-			return lq, errInvalid(k, k+" may be given once")
+			return 0, 0, errInvalid(k, k+" may be given once")
 		}
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 1 || n > confpay.MaxPageSize || !plainInt(v[0]) {
-			return lq, errInvalid("limit", "limit must be an integer from 1 to 100")
+			return 0, 0, errInvalid("limit", "limit must be an integer from 1 to 100")
 		}
-		lq.limit = n
+		limit = n
 	}
 	if v, ok := q["offset"]; ok {
 		n, err := strconv.Atoi(v[0])
 		if err != nil || n < 0 || !plainInt(v[0]) {
-			return lq, errInvalid("offset", "offset must be an integer of at least 0")
+			return 0, 0, errInvalid("offset", "offset must be an integer of at least 0")
 		}
-		lq.offset = n
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+func parseListQuery(q url.Values) (listQuery, *apiError) {
+	lq := listQuery{}
+	var apiErr *apiError
+	lq.limit, lq.offset, apiErr = parsePageQuery(q, "status", "from", "to")
+	if apiErr != nil {
+		return lq, apiErr
 	}
 	if v, ok := q["status"]; ok {
 		switch st := confpay.TransferStatus(v[0]); st {

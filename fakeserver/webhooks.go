@@ -256,18 +256,32 @@ func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 
 // GET /v1/webhooks/{webhook_id}/deliveries
 func (s *Server) handleDeliveries(c *call) (int, any, error) {
+	limit, offset, apiErr := parsePageQuery(c.r.URL.Query())
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub, apiErr := s.subscriptionLocked(c)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
+	// Newest first, the last 30 days: limit items after skipping offset.
 	since := s.clock.Now().Add(-historyWindow)
 	out := confpay.DeliveryList{Deliveries: []*confpay.Delivery{}}
+	skipped := 0
 	for i := len(sub.deliveries) - 1; i >= 0; i-- {
 		d := sub.deliveries[i]
 		if d.createdAt.Before(since) {
 			continue
+		}
+		if skipped < offset {
+			skipped++
+			continue
+		}
+		if len(out.Deliveries) == limit {
+			out.HasMore = true
+			break
 		}
 		out.Deliveries = append(out.Deliveries, d.view())
 	}

@@ -146,7 +146,7 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 	if list, _ := alice.test.Webhooks.List(ctx); len(list) != 1 || list[0].WebhookID != w2.WebhookID {
 		t.Fatalf("list after delete %+v", list)
 	}
-	_, err = alice.test.Webhooks.Deliveries(ctx, w.WebhookID)
+	_, err = allDeliveries(ctx, alice.test, w.WebhookID)
 	whWantError(t, err, 404, confpay.CodeNotFound, "")
 }
 
@@ -159,7 +159,7 @@ func TestWebhooksAreScopedToAccountAndNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]*confpay.Client{"another account": mallory.test, "the other network": alice.live} {
-		_, err := c.Webhooks.Deliveries(ctx, w.WebhookID)
+		_, err := allDeliveries(ctx, c, w.WebhookID)
 		whWantError(t, err, 404, confpay.CodeNotFound, "")
 		_, err = c.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
 		whWantError(t, err, 404, confpay.CodeNotFound, "")
@@ -169,7 +169,7 @@ func TestWebhooksAreScopedToAccountAndNetwork(t *testing.T) {
 		}
 	}
 	// Still there for alice.
-	if ds, err := alice.test.Webhooks.Deliveries(ctx, w.WebhookID); err != nil || len(ds) != 0 {
+	if ds, err := allDeliveries(ctx, alice.test, w.WebhookID); err != nil || len(ds) != 0 {
 		t.Fatalf("alice's deliveries: %v, %v", ds, err)
 	}
 	_, err = alice.test.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")

@@ -190,7 +190,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	}
 
 	// The history: newest first (creation order reversed), each delivered once.
-	ds, err := alice.Webhooks.Deliveries(ctx, wa.WebhookID)
+	ds, err := allDeliveries(ctx, alice, wa.WebhookID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	if len(reqs) != 5 || !bytes.Equal(reqs[4].body, first.body) || reqs[4].header.Get("X-Service-Delivery-Attempt") != "1" {
 		t.Fatalf("the replay did not re-send the same body (%d requests)", len(reqs))
 	}
-	ds, _ = alice.Webhooks.Deliveries(ctx, wa.WebhookID)
+	ds, _ = allDeliveries(ctx, alice, wa.WebhookID)
 	if len(ds) != 5 || ds[0].DeliveryID != r.DeliveryID || ds[0].Trigger != confpay.TriggerReplay || ds[0].Status != confpay.DeliverySucceeded || ds[0].EventID != evID {
 		t.Fatalf("after the replay: %+v", ds[0])
 	}

@@ -69,7 +69,8 @@ func ExampleServer_webhooks() {
 		fmt.Println(te.Event, te.Account, te.Direction, te.Counterparty, te.Asset)
 	}
 	mu.Unlock()
-	ds, _ := client.Webhooks.Deliveries(ctx, hook.WebhookID)
+	page, _ := client.Webhooks.Deliveries(ctx, hook.WebhookID, nil)
+	ds := page.Deliveries
 	fmt.Println(len(ds), ds[0].Status, ds[0].Attempts, ds[0].ResponseStatus)
 	// Output:
 	// transfer.confirmed @alice sent @bob USDG

@@ -57,7 +57,7 @@ func TestWithoutDeliveryJitter(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("attempts at %v, want %v", got, want)
 	}
-	ds, err := c.Webhooks.Deliveries(ctx, sub.WebhookID)
+	ds, err := allDeliveries(ctx, c, sub.WebhookID)
 	if err != nil || len(ds) != 1 || ds[0].Status != confpay.DeliveryFailed || ds[0].Attempts != 8 || ds[0].ResponseStatus != 503 {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
 	}

@@ -51,7 +51,7 @@ func TestDeliveryToATLSReceiver(t *testing.T) {
 			}
 			cSend(t, c, "@bob", "1")
 			srv.Sync()
-			ds, err := c.Webhooks.Deliveries(ctx, sub.WebhookID)
+			ds, err := allDeliveries(ctx, c, sub.WebhookID)
 			if err != nil || len(ds) != 1 {
 				t.Fatalf("deliveries = %v, %v", ds, err)
 			}

@@ -173,9 +173,12 @@ func (a *app) webhooksDeliveriesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, err := c.Webhooks.Deliveries(cmd.Context(), args[0])
-			if err != nil {
-				return err
+			var ds []*confpay.Delivery
+			for d, err := range c.Webhooks.AllDeliveries(cmd.Context(), args[0], nil) {
+				if err != nil {
+					return err
+				}
+				ds = append(ds, d)
 			}
 			if a.jsonOut {
 				return a.printJSON(confpay.DeliveryList{Deliveries: ds})

@@ -96,11 +96,10 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 	}
 
-	deliveries, err := client.Webhooks.Deliveries(ctx, sub.WebhookID)
-	if err != nil {
-		return err
-	}
-	for _, d := range deliveries {
+	for d, err := range client.Webhooks.AllDeliveries(ctx, sub.WebhookID, nil) {
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "delivery %s of %s: %s after %d attempt(s), last answer %d\n", d.DeliveryID, d.Event, d.Status, d.Attempts, d.ResponseStatus)
 	}
 	return nil

@@ -289,3 +289,23 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyMustBeAnObject: null, and an object wrapped in white space JSON
+// does not know, are refused by creation and by a PATCH alike.
+func TestBodyMustBeAnObject(t *testing.T) {
+	p, err := Parse([]byte(`{"daily_limit_usdg": 10, "per_transaction_limit_usdg": 5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{`null`, " null ", "\v{}", "{}\f", "\u00a0{}"} {
+		if _, err := Parse([]byte(body)); err == nil {
+			t.Errorf("Parse(%q) accepted", body)
+		}
+		if _, _, err := p.Patch([]byte(body)); err == nil {
+			t.Errorf("Patch(%q) accepted", body)
+		}
+	}
+	if _, _, err := p.Patch([]byte(" \t\r\n{}\n")); err != nil {
+		t.Errorf("Patch of {} in JSON white space: %v", err)
+	}
+}

@@ -113,8 +113,8 @@ func New(daily, perTx int64, recipients, assets []string, hours string, threshol
 // Parse reads the spend_policy object of an agent creation. The two limits
 // are required; assets default to ["USDG"], active_hours to "00:00-23:59";
 // allowed_recipients absent or null means any recipient, and
-// hitl_threshold_usdg absent or null means nothing is held. An empty or
-// null body is an empty object.
+// hitl_threshold_usdg absent or null means nothing is held. An empty
+// body is an empty object; null is refused.
 func Parse(body []byte) (*Policy, error) {
 	fields, err := readObject(body)
 	if err != nil {
@@ -336,11 +336,12 @@ func (p *Policy) ActiveHours() Hours { return p.hours }
 // ---- reading JSON values exactly ----
 
 // readObject reads a JSON object into its members, keeping each value's
-// text. Repeated names, trailing data and anything but an object are
-// refused. An empty body or null is an empty object.
+// text. Repeated names, trailing data and anything but an object (null
+// included) are refused. An empty body is an empty object. Only JSON's
+// own white space is trimmed around it.
 func readObject(body []byte) (map[string]json.RawMessage, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || string(body) == "null" {
+	body = bytes.Trim(body, " \t\r\n")
+	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
 	notObject := fieldErr("", "must be one JSON object")

@@ -43,7 +43,7 @@ func oaAlice(t *testing.T) (*Server, string) {
 
 // decisions.md, Webhooks: deliveries are {"deliveries": [...], "has_more":
 // bool}, paged like transfers (limit 1-100, default 20; offset).
-func TestOpenAPIDeviationDeliveriesPaged(t *testing.T) {
+func TestDeliveriesAnswerHasMore(t *testing.T) {
 	s, key := oaAlice(t)
 	st, wh := oaCall(t, s, key, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["transfer.initiated"]}`)
 	if st != 201 {
@@ -60,7 +60,7 @@ func TestOpenAPIDeviationDeliveriesPaged(t *testing.T) {
 
 // decisions.md, Wire conventions: a request body is one JSON object; null
 // is not one.
-func TestOpenAPIDeviationNullBody(t *testing.T) {
+func TestNullBodyRefused(t *testing.T) {
 	s, key := oaAlice(t)
 	st, ag := oaCall(t, s, key, "POST", "/v1/accounts/me/agents", `{"name":"bot","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}}`)
 	if st != 201 {
