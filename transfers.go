@@ -3,7 +3,9 @@ package confpay
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,6 +40,34 @@ type TransferCreateParams struct {
 	// Memo is sealed with the amount; only sender and recipient can read it.
 	Memo string `json:"memo,omitempty"`
 }
+
+// String describes the payment without its figure and memo ("REDACTED"
+// when set), so that parameters printed or logged by accident reveal
+// neither; read the fields instead. JSON encoding is the wire format and
+// carries both.
+func (p TransferCreateParams) String() string {
+	redact := func(set bool) string {
+		if set {
+			return "REDACTED"
+		}
+		return `""`
+	}
+	conf := "default"
+	if p.Confidential != nil {
+		conf = strconv.FormatBool(*p.Confidential)
+	}
+	return fmt.Sprintf("confpay.TransferCreateParams{To:%q Amount:%s Asset:%q Confidential:%s Memo:%s}",
+		p.To, redact(p.Amount != Amount{}), p.Asset, conf, redact(p.Memo != ""))
+}
+
+// GoString is String.
+func (p TransferCreateParams) GoString() string { return p.String() }
+
+// Format prints String for every verb.
+func (p TransferCreateParams) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
+
+// LogValue is String, for log/slog (text and JSON handlers alike).
+func (p TransferCreateParams) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
 // Transfer is a payment as the service reports it. The amount is never part
 // of it: open EncryptedNote with the account's decryption key to read it.

@@ -3,6 +3,9 @@ package fakeserver
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"sort"
@@ -139,6 +142,23 @@ type NewKey struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
+// String describes the key without the key itself.
+func (k NewKey) String() string {
+	return fmt.Sprintf("fakeserver.NewKey{%s %s %q, key REDACTED}", k.KeyID, k.Network, k.Name)
+}
+
+// GoString is String.
+func (k NewKey) GoString() string { return k.String() }
+
+// Format prints String for every verb.
+func (k NewKey) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, k.String()) }
+
+// LogValue is what log/slog writes for a NewKey: never the key.
+func (k NewKey) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("key_id", k.KeyID), slog.String("network", string(k.Network)),
+		slog.String("name", k.Name), slog.String("api_key", "REDACTED"))
+}
+
 // ---- ids and random text ----
 
 // ---- the direct state API: accounts and keys ----
@@ -175,6 +195,30 @@ type AccountInfo struct {
 	// TestKey and LiveKey are API keys for the two networks.
 	TestKey confpay.Secret `json:"test_key"`
 	LiveKey confpay.Secret `json:"live_key"`
+}
+
+// String describes the account without its keys, so that an AccountInfo
+// printed by accident reveals none; read the fields (and Reveal the
+// secrets) instead.
+func (a AccountInfo) String() string {
+	return fmt.Sprintf("fakeserver.AccountInfo{%s %s, keys REDACTED}", a.AccountID, a.Handle)
+}
+
+// GoString is String.
+func (a AccountInfo) GoString() string { return a.String() }
+
+// Format prints String for every verb.
+func (a AccountInfo) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, a.String()) }
+
+// LogValue is what log/slog writes for an AccountInfo, with text and JSON
+// handlers alike: its public fields, never a key. (JSON encoding is the
+// admin interface's answer and carries the keys; slog never uses it for a
+// value that has LogValue.)
+func (a AccountInfo) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("account_id", a.AccountID), slog.String("handle", a.Handle),
+		slog.String("type", string(a.Type)), slog.String("kyc_status", string(a.KYCStatus)),
+		slog.String("keys", "REDACTED"))
 }
 
 // CreateAccount creates a personal or business account with one test and
