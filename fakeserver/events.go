@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
@@ -39,6 +40,10 @@ type hookBook struct {
 	subs   map[string]*subscription   // live subscriptions by id
 	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
 	events map[string]*event          // by event id
+	// order is the events in the order they were recorded, for pruning;
+	// lastPrune is when the book was last pruned (server time).
+	order     []*event
+	lastPrune time.Time
 	// deleted maps the id of a deleted subscription to its account, so
 	// that the same account deleting it again answers 204.
 	deleted map[string]*account
@@ -49,6 +54,8 @@ func (b *hookBook) init() {
 	b.subs = map[string]*subscription{}
 	b.byAcct = map[string][]*subscription{}
 	b.events = map[string]*event{}
+	b.order = nil
+	b.lastPrune = time.Time{}
 	b.deleted = map[string]*account{}
 }
 
@@ -204,12 +211,62 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 // subscription of its audience that subscribed to its kind.
 func (s *Server) recordEventLocked(n *network, e *event) {
 	b := &n.hooks
+	b.pruneLocked(e.at)
 	b.events[e.id] = e
+	b.order = append(b.order, e)
 	for _, a := range e.audience() {
 		for _, sub := range b.byAcct[a.id] {
 			if sub.wants(e.kind) {
 				s.startDeliveryLocked(n, sub, e, triggerEvent)
 			}
 		}
+	}
+}
+
+// pruneInterval is how often (server time) a book drops what left the
+// history window: often enough that memory stays flat, rarely enough that
+// the cost of a pass is spread over many events.
+const pruneInterval = time.Hour
+
+// pruneLocked drops the events and delivery records older than the 30-day
+// history window at now (nothing can list, replay or retry them any more),
+// at most once per pruneInterval. A delivery still pending is kept, and
+// so is its event.
+func (b *hookBook) pruneLocked(now time.Time) {
+	if now.Sub(b.lastPrune) < pruneInterval && !now.Before(b.lastPrune) {
+		return
+	}
+	b.lastPrune = now
+	cutoff := now.Add(-historyWindow)
+	keep := map[*event]bool{}
+	for _, sub := range b.subs {
+		i := 0
+		for ; i < len(sub.deliveries); i++ {
+			d := sub.deliveries[i]
+			if !d.createdAt.Before(cutoff) || d.status == confpay.DeliveryPending {
+				break
+			}
+		}
+		if i > 0 {
+			clear(sub.deliveries[:i])
+			sub.deliveries = append(sub.deliveries[:0:0], sub.deliveries[i:]...)
+		}
+		for _, d := range sub.deliveries {
+			if d.status == confpay.DeliveryPending {
+				keep[d.ev] = true
+			}
+		}
+	}
+	i := 0
+	for ; i < len(b.order); i++ {
+		e := b.order[i]
+		if !e.at.Before(cutoff) || keep[e] {
+			break
+		}
+		delete(b.events, e.id)
+	}
+	if i > 0 {
+		clear(b.order[:i])
+		b.order = append(b.order[:0:0], b.order[i:]...)
 	}
 }

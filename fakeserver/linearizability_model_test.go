@@ -55,7 +55,6 @@ var (
 	mOwner     = [mAccounts]int{-1, -1, -1, mAlice, mBob, -1}
 	mReady     = [mAccounts]bool{true, true, true, true, true, false}
 	mAssetCode = [mAssets]string{"USDG", "ETH"}
-	mNetName   = [mNetworks]string{"test", "live"}
 )
 
 // ethMicroUSDG is the USDG equivalent of one micro-ETH in micro-USDG at

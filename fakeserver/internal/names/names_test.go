@@ -67,7 +67,7 @@ func TestRandom(t *testing.T) {
 	if len(id) != 23 || !strings.HasPrefix(id, "tr_") || strings.Trim(id[3:], LowerAlnum) != "" {
 		t.Fatalf("NewID = %q", id)
 	}
-	if NewID("x") == NewID("x") {
+	if a, b := NewID("x"), NewID("x"); a == b {
 		t.Fatal("two ids alike")
 	}
 	if s := Random(Base62, 64); strings.Trim(s, Base62) != "" || len(s) != 64 {
