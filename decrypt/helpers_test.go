@@ -110,7 +110,7 @@ func isAny(err error, targets ...error) bool {
 	return false
 }
 
-// offCurveX returns a 33-byte encoding with prefix 02 whose x is below p
+// offCurve returns a 33-byte encoding with prefix 02 whose x is below p
 // but has no point on the curve.
 func offCurve(t testing.TB) []byte {
 	t.Helper()

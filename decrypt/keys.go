@@ -20,7 +20,7 @@ import (
 // the "cpay/v1/" domain tags.
 const Suite byte = 0x01
 
-// redacted is what every secret-holding type prints.
+// redactedKey is what every secret-holding type prints.
 const redactedKey = "decrypt.PrivateKey(REDACTED)"
 
 // minSeedLen is the shortest seed DeriveKey accepts (a choice: the design

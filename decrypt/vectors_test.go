@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Regenerate testdata/vectors.json with: go test ./decrypt -run TestVectors -update
+// update regenerates testdata/vectors.json: go test ./decrypt -run TestVectors -update
 // It must not change unless the protocol does.
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json")
 

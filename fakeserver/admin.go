@@ -544,7 +544,7 @@ func (s *Server) Snapshot() Snapshot {
 	return snap
 }
 
-// GET /_fake/assets
+// adminListAssets answers GET /_fake/assets
 func (s *Server) adminListAssets(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"assets": s.Assets()}, nil
 }
@@ -556,7 +556,7 @@ type assetRequest struct {
 	USDGRate *json.Number `json:"usdg_rate"`
 }
 
-// POST /_fake/assets
+// adminSetAsset answers POST /_fake/assets
 func (s *Server) adminSetAsset(c *call) (int, any, error) {
 	var req assetRequest
 	if apiErr := decodeStrict(c.body, &req); apiErr != nil {

@@ -60,7 +60,7 @@ func (f *agentsFixture) client(key string, opts ...confpay.Option) *confpay.Clie
 	return c
 }
 
-// limit is a *confpay.Limit literal.
+// agLimit is a *confpay.Limit literal.
 func agLimit(s string) *confpay.Limit { l := confpay.MustParseLimit(s); return &l }
 
 // createAgent creates an agent of the owner with the policy and returns it
@@ -139,7 +139,7 @@ type agHookSink struct {
 	got []map[string]any
 }
 
-// subscribe starts a receiver and subscribes c to every event kind.
+// agSubscribe starts a receiver and subscribes c to every event kind.
 func agSubscribe(t *testing.T, c *confpay.Client) *agHookSink {
 	t.Helper()
 	h := &agHookSink{}

@@ -57,7 +57,7 @@ func cFund(t testing.TB, srv *fakeserver.Server, who string, n confpay.Network, 
 	}
 }
 
-// sdk returns an SDK client for key, recording every answer in rec (which
+// cSDK returns an SDK client for key, recording every answer in rec (which
 // may be nil).
 func cSDK(t testing.TB, srv *fakeserver.Server, key string, rec *leakcheck.Recorder, opts ...confpay.Option) *confpay.Client {
 	t.Helper()
@@ -71,7 +71,7 @@ func cSDK(t testing.TB, srv *fakeserver.Server, key string, rec *leakcheck.Recor
 	return c
 }
 
-// send creates a transfer through the SDK.
+// cSend creates a transfer through the SDK.
 func cSend(t testing.TB, c *confpay.Client, to, amount string, mods ...func(*confpay.TransferCreateParams)) *confpay.Transfer {
 	t.Helper()
 	p := &confpay.TransferCreateParams{To: to, Amount: confpay.MustParseAmount(amount)}
@@ -122,7 +122,7 @@ func (a cAnswer) decode(t testing.TB, v any) {
 	}
 }
 
-// raw sends one request over HTTP, with the bearer key when key is not
+// cRaw sends one request over HTTP, with the bearer key when key is not
 // empty, and extra headers as name, value pairs.
 func cRaw(t testing.TB, srv *fakeserver.Server, method, path, key, body string, headers ...string) cAnswer {
 	t.Helper()

@@ -17,7 +17,7 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// leanReceiver answers 204 to everything and keeps nothing, so that the
+// whLeanReceiver answers 204 to everything and keeps nothing, so that the
 // benchmarks measure the sender.
 func whLeanReceiver(b *testing.B) *httptest.Server {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

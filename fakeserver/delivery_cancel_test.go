@@ -16,7 +16,7 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// waitArrival waits for the receiver's request number n to arrive. The
+// whWaitArrival waits for the receiver's request number n to arrive. The
 // timeout only turns a hang into a failure.
 func whWaitArrival(t *testing.T, rc *whReceiver, n int) {
 	t.Helper()

@@ -22,14 +22,14 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
-// hit is one request a receiver got.
+// whHit is one request a receiver got.
 type whHit struct {
 	at     time.Time // the server's clock when it arrived
 	header http.Header
 	body   []byte
 }
 
-// receiver is a local webhook endpoint that records every request and
+// whReceiver is a local webhook endpoint that records every request and
 // answers with answer(n, r), n counting from 1. An answer of 0 means "do
 // not answer": the handler waits until the request is cancelled.
 type whReceiver struct {
@@ -68,7 +68,7 @@ func newWHReceiver(t testing.TB, s *Server, answer func(n int, r *http.Request) 
 	return rc
 }
 
-// always answers every request with code.
+// whAlways answers every request with code.
 func whAlways(code int) func(int, *http.Request) int {
 	return func(int, *http.Request) int { return code }
 }
@@ -87,20 +87,20 @@ func (rc *whReceiver) count() int {
 	return len(rc.hits)
 }
 
-// hmacHex is the test's own HMAC-SHA256, independent of webhookverify.
+// whHMAC is the test's own HMAC-SHA256, independent of webhookverify.
 func whHMAC(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// party is an account with an SDK client on the test network.
+// whParty is an account with an SDK client on the test network.
 type whParty struct {
 	acct   *account
 	client *confpay.Client
 }
 
-// newParty creates an account (a person) with a test key.
+// newWHParty creates an account (a person) with a test key.
 func newWHParty(t testing.TB, s *Server, handle string) *whParty {
 	t.Helper()
 	info, err := s.CreateAccount(AccountParams{Handle: handle})
@@ -117,7 +117,7 @@ func newWHParty(t testing.TB, s *Server, handle string) *whParty {
 	return &whParty{acct: a, client: c}
 }
 
-// newAgentParty builds an agent under owner directly (as agent creation
+// newWHAgent builds an agent under owner directly (as agent creation
 // does) and gives it a test key.
 func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 	t.Helper()
@@ -147,7 +147,7 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 	return &whParty{acct: a, client: c}
 }
 
-// subscribe creates a subscription through the SDK and returns it with
+// whSubscribe creates a subscription through the SDK and returns it with
 // its secret.
 func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpay.Webhook {
 	t.Helper()
@@ -166,7 +166,7 @@ func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpa
 // It must never appear in a delivery.
 var whUnits = big.NewInt(123456789)
 
-// newTransfer builds a pending transfer from one account to another (to
+// whTransfer builds a pending transfer from one account to another (to
 // nil: an external wallet).
 func whTransfer(s *Server, from, to *account) *transfer {
 	t := &transfer{
@@ -190,7 +190,7 @@ func whTransfer(s *Server, from, to *account) *transfer {
 	return t
 }
 
-// emitTransfer emits a transfer event on the test network the way the
+// whEmit emits a transfer event on the test network the way the
 // transfer code does: under s.mu.
 func whEmit(s *Server, kind string, t *transfer) {
 	s.mu.Lock()
@@ -198,7 +198,7 @@ func whEmit(s *Server, kind string, t *transfer) {
 	s.emitTransferLocked(s.nets[confpay.NetworkTest], kind, t)
 }
 
-// setJitter replaces the retry jitter of s's delivery pool.
+// whSetJitter replaces the retry jitter of s's delivery pool.
 func whSetJitter(s *Server, f func(time.Duration) time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,7 +208,7 @@ func whSetJitter(s *Server, f func(time.Duration) time.Duration) {
 // whNoJitter keeps every retry wait nominal.
 func whNoJitter(d time.Duration) time.Duration { return d }
 
-// deliveriesOf lists a subscription's deliveries through the SDK.
+// whDeliveries lists a subscription's deliveries through the SDK.
 func whDeliveries(t testing.TB, p *whParty, webhookID string) []*confpay.Delivery {
 	t.Helper()
 	page, err := p.client.Webhooks.Deliveries(context.Background(), webhookID, &confpay.DeliveryListParams{Limit: confpay.MaxPageSize})

@@ -27,7 +27,7 @@ var whNominalOffsets = []time.Duration{
 	24 * time.Hour,
 }
 
-// oneDelivery sets up a subscriber of transfer.confirmed whose receiver
+// whOneDelivery sets up a subscriber of transfer.confirmed whose receiver
 // answers with answer, emits one event and waits for the first attempt.
 func whOneDelivery(t *testing.T, s *Server, answer func(int, *http.Request) int) (*whReceiver, *whParty, *confpay.Webhook) {
 	t.Helper()

@@ -391,9 +391,6 @@ type listQuery struct {
 	from, to      time.Time // zero when absent; exclusive bounds
 }
 
-// parseListQuery checks the list parameters strictly: each at most once,
-// no unknown ones, limit 1..100 (default 20), offset >= 0, status one of
-// the three, from/to RFC 3339.
 // parsePageQuery reads the paging parameters every list shares: limit (1
 // to 100, default 20) and offset (at least 0). Any parameter other than
 // these and extra is refused, and so is one given twice.
@@ -428,6 +425,9 @@ func parsePageQuery(q url.Values, extra ...string) (limit, offset int, apiErr *a
 	return limit, offset, nil
 }
 
+// parseListQuery checks the list parameters strictly: each at most once,
+// no unknown ones, limit 1..100 (default 20), offset >= 0, status one of
+// the three, from/to RFC 3339.
 func parseListQuery(q url.Values) (listQuery, *apiError) {
 	lq := listQuery{}
 	var apiErr *apiError

@@ -179,7 +179,7 @@ func (s *Server) subscriptionLocked(c *call) (*subscription, *apiError) {
 	return sub, nil
 }
 
-// POST /v1/webhooks
+// handleCreateWebhook answers POST /v1/webhooks
 func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 	req, apiErr := parseWebhookCreate(c.body)
 	if apiErr != nil {
@@ -212,7 +212,7 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 	return http.StatusCreated, w, nil
 }
 
-// GET /v1/webhooks
+// handleListWebhooks answers GET /v1/webhooks
 func (s *Server) handleListWebhooks(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -224,7 +224,7 @@ func (s *Server) handleListWebhooks(c *call) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-// DELETE /v1/webhooks/{webhook_id}
+// handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}
 func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -254,7 +254,7 @@ func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 	return http.StatusNoContent, nil, nil
 }
 
-// GET /v1/webhooks/{webhook_id}/deliveries
+// handleDeliveries answers GET /v1/webhooks/{webhook_id}/deliveries
 func (s *Server) handleDeliveries(c *call) (int, any, error) {
 	limit, offset, apiErr := parsePageQuery(c.r.URL.Query())
 	if apiErr != nil {
@@ -288,7 +288,7 @@ func (s *Server) handleDeliveries(c *call) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-// POST /v1/webhooks/{webhook_id}/replay/{event_id}
+// handleReplay answers POST /v1/webhooks/{webhook_id}/replay/{event_id}
 func (s *Server) handleReplay(c *call) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

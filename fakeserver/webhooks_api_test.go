@@ -39,7 +39,7 @@ func newWHAccount(t *testing.T, srv *fakeserver.Server, handle string) *whAccoun
 	return &whAccount{info: info, test: tc, live: lc}
 }
 
-// rawHook sends one request with the account's test key and returns the
+// whRaw sends one request with the account's test key and returns the
 // status and body.
 func whRaw(t *testing.T, srv *fakeserver.Server, key confpay.Secret, method, path, body string) (int, []byte) {
 	t.Helper()

@@ -21,7 +21,7 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// sink is a local webhook receiver that keeps every request and answers
+// whSink is a local webhook receiver that keeps every request and answers
 // with a fixed status.
 type whSink struct {
 	hs     *httptest.Server
@@ -59,7 +59,7 @@ func (k *whSink) all() []whSinkReq {
 	return slices.Clone(k.reqs)
 }
 
-// verifySink checks every request's signature with the test's own HMAC
+// whVerify checks every request's signature with the test's own HMAC
 // and its headers, and that none carries a figure.
 func whVerify(t *testing.T, k *whSink, secret confpay.Secret, figures ...string) []whSinkReq {
 	t.Helper()

@@ -18,13 +18,13 @@ import (
 // headers, a signature the test computes itself, the routing to each side,
 // and never an amount.
 
-// received is one verified delivery, decoded.
+// whReceived is one verified delivery, decoded.
 type whReceived struct {
 	whHit
 	fields map[string]any
 }
 
-// collect checks every request rc got against secret and decodes it.
+// whCollect checks every request rc got against secret and decodes it.
 func whCollect(t *testing.T, rc *whReceiver, secret confpay.Secret) []whReceived {
 	t.Helper()
 	var out []whReceived
@@ -53,7 +53,7 @@ func whCollect(t *testing.T, rc *whReceiver, secret confpay.Secret) []whReceived
 	return out
 }
 
-// keysOf returns the sorted field names of a payload.
+// whKeys returns the sorted field names of a payload.
 func whKeys(m map[string]any) []string {
 	var ks []string
 	for k := range m {
@@ -63,7 +63,7 @@ func whKeys(m map[string]any) []string {
 	return ks
 }
 
-// noAmount fails if the amount of the hand-built transfers appears in any
+// whNoAmount fails if the amount of the hand-built transfers appears in any
 // request (body or header), in any of its spellings.
 func whNoAmount(t *testing.T, rcs ...*whReceiver) {
 	t.Helper()

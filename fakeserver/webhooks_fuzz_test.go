@@ -76,7 +76,7 @@ func FuzzCheckWebhookURL(f *testing.F) {
 	})
 }
 
-// checkAcceptedURL asserts the rules on an accepted URL independently of
+// whCheckURL asserts the rules on an accepted URL independently of
 // checkWebhookURL's own code.
 func whCheckURL(t *testing.T, raw string) {
 	t.Helper()

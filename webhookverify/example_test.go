@@ -11,7 +11,7 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// The secret shown once when the subscription was created. Real code reads
+// secret is the one shown once when the subscription was created. Real code reads
 // it from configuration, never from source.
 const secret = "whsec_Q2x1c3RlclNlY3JldEV4YW1wbGUx"
 

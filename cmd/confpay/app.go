@@ -69,7 +69,7 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// exitError carries an exit code chosen by a command, with its message.
+// codedError carries an exit code chosen by a command, with its message.
 type codedError struct {
 	code int
 	msg  string

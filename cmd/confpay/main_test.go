@@ -69,7 +69,7 @@ func (f *fixture) as(acct *fakeserver.AccountInfo, withKey bool) map[string]stri
 	return env
 }
 
-// run runs the CLI in process with env and args.
+// runCLI runs the CLI in process with env and args.
 func runCLI(t *testing.T, ctx context.Context, inv invocation, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -108,7 +108,7 @@ func (f *fixture) pay(amount, memo string) string {
 	return tr.TransferID
 }
 
-// Ids, addresses, hashes and keys are random: golden files hold them as
+// normalizers: ids, addresses, hashes and keys are random, so golden files hold them as
 // placeholders of the same width, so alignment is still checked.
 var normalizers = []struct {
 	re   *regexp.Regexp
