@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // refuseUnread answers a request refused before its body was read (a
@@ -32,4 +33,13 @@ func (s *Server) refuseUnread(c *call, err error) {
 	if conn, _, err := rc.Hijack(); err == nil {
 		_ = conn.Close()
 	}
+}
+
+// liftWriteTimeout removes the server's write deadline (http.Server's
+// WriteTimeout, the binary's -write-timeout) from a request held by a
+// delay fault: the test scripted the wait, and the answer must still reach
+// the client after it, however long it is. Without a deadline (httptest,
+// HTTP/2) it does nothing.
+func liftWriteTimeout(c *call) {
+	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
 }

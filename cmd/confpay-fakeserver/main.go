@@ -1,18 +1,24 @@
 // Command confpay-fakeserver runs the confpay reference server (package
 // fakeserver) as a standalone process, for tests in any language and for
-// trying the interface with curl.
+// trying the interface with curl. Install it with
+//
+//	go install github.com/confpay/confpay-go/cmd/confpay-fakeserver@latest
 //
 // Usage:
 //
-//	confpay-fakeserver [-addr 127.0.0.1:12111] [-block-time 1s]
-//	    [-approval-window 24h] [-virtual-clock] [-seed accounts.json]
-//	    [-admin-token TOKEN]
+//	confpay-fakeserver [-addr 127.0.0.1:12180] [-seed accounts.json]
+//	    [-virtual-clock] [-block-time 1s] [-approval-window 24h]
+//	    [-admin-token TOKEN] [-log-format text|json] [-log-level info]
+//	    [-read-header-timeout 5s] [-read-timeout 30s] [-write-timeout 60s]
+//	    [-idle-timeout 60s] [-max-header-bytes 65536] [-shutdown-timeout 10s]
+//	confpay-fakeserver -version
+//	confpay-fakeserver -help
 //
 // On start it prints one line of JSON to standard output: the base URL and
 // the seeded accounts with their API keys (and decryption keys, when the
 // seed asked the server to generate them):
 //
-//	{"url":"http://127.0.0.1:12111","accounts":[{"account_id":"acct_…","handle":"@alice","test_key":"hc_test_…",…}]}
+//	{"url":"http://127.0.0.1:12180","accounts":[{"account_id":"acct_…","handle":"@alice","test_key":"hc_test_…",…}]}
 //
 // The seed file holds accounts as POST /_fake/accounts takes them, plus
 // their balances per network:
@@ -23,15 +29,20 @@
 //	  {"handle": "@shop", "type": "business", "kyc_status": "verified"}
 //	]}
 //
-// The server follows the wall clock unless -virtual-clock is given; either
-// way POST /_fake/clock moves it. It listens on loopback by default: the
-// /_fake admin interface takes no key unless -admin-token (or the
-// environment variable CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of
-// shell history) sets one, so keep -addr on loopback (127.0.0.1:0 picks a
-// free port; :0 would listen on every interface). With a token, every
-// /_fake request needs "Authorization: Bearer TOKEN". SIGINT or SIGTERM
-// stops it cleanly.
-// See docs/fakeserver.md for the whole admin interface.
+// POST /_fake/reset?to=seed empties the server and loads the seed again,
+// answering with the same object as the start line (new ids and keys);
+// POST /_fake/reset empties it.
+//
+// It listens on loopback, port 12180 (not stripe-mock's 12111 or 12112, so
+// both can run), by default: the /_fake admin interface takes no key
+// unless -admin-token (or the environment variable
+// CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of shell history) sets
+// one. Each request is logged on standard error as one line (-log-format,
+// -log-level) that never holds a key, a body, a proof or a figure. The
+// HTTP server has read-header, read, write and idle timeouts and a header
+// size cap, each a flag. SIGINT or SIGTERM stops it: at once when idle,
+// after the requests in flight otherwise. -help prints the whole manual;
+// docs/fakeserver.md has the admin interface.
 package main
 
 import (
@@ -43,7 +54,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -126,24 +136,53 @@ type started struct {
 }
 
 // run parses args, starts the server, prints where it listens and the
-// seeded keys to stdout, and serves until ctx is done.
+// seeded keys to stdout, logs requests to stderr, and serves until ctx is
+// done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("confpay-fakeserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on; keep it on loopback, the admin interface takes no key without -admin-token (127.0.0.1:0 picks a free port)")
-	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending before it confirms")
-	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits for a decision")
-	virtual := fs.Bool("virtual-clock", false, "start a virtual clock at 2026-01-05T09:00:00Z that moves only through POST /_fake/clock")
-	seedPath := fs.String("seed", "", "JSON file of accounts and balances to create at start")
-	adminToken := fs.String("admin-token", "", "require this bearer token on every /_fake admin request (default: $"+adminTokenEnv+"; none: the admin interface takes no credentials)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: confpay-fakeserver [flags]; confpay-fakeserver -help for the manual")
+	}
+	addr := fs.String("addr", defaultAddr, "address to listen on")
+	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending")
+	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits")
+	virtual := fs.Bool("virtual-clock", false, "start a virtual clock")
+	seedPath := fs.String("seed", "", "JSON file of accounts and balances")
+	adminToken := fs.String("admin-token", "", "bearer token for /_fake (default $"+adminTokenEnv+")")
+	logFormat := fs.String("log-format", "text", "text or json")
+	logLevel := fs.String("log-level", "info", "debug, info, warn, error or off")
+	var lim limits
+	fs.DurationVar(&lim.readHeader, "read-header-timeout", 5*time.Second, "time to read a request's headers")
+	fs.DurationVar(&lim.read, "read-timeout", 30*time.Second, "time to read a whole request")
+	fs.DurationVar(&lim.write, "write-timeout", 60*time.Second, "time to answer once the headers are read")
+	fs.DurationVar(&lim.idle, "idle-timeout", 60*time.Second, "how long a keep-alive connection may idle")
+	fs.IntVar(&lim.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
+	fs.DurationVar(&lim.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printManual(stdout)
+			return nil
+		}
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *blockTime < 0 || *approval <= 0 {
 		return errors.New("-block-time must be at least 0 and -approval-window above 0")
+	}
+	if err := lim.check(); err != nil {
+		return err
+	}
+	log, err := newLogger(*logFormat, *logLevel, stderr)
+	if err != nil {
+		return err
 	}
 	var seed *seedFile
 	if *seedPath != "" {
@@ -156,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := []fakeserver.Option{fakeserver.WithBlockTime(*blockTime), fakeserver.WithApprovalWindow(*approval)}
+	opts := []fakeserver.Option{fakeserver.WithBlockTime(*blockTime), fakeserver.WithApprovalWindow(*approval), fakeserver.WithLogger(log)}
 	if *adminToken == "" {
 		*adminToken = os.Getenv(adminTokenEnv)
 	}
@@ -169,10 +208,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !*virtual {
 		opts = append(opts, fakeserver.WithRealClock())
 	}
+	out := started{Accounts: []*fakeserver.AccountInfo{}}
+	if seed != nil {
+		// POST /_fake/reset?to=seed answers with the start line anew.
+		opts = append(opts, fakeserver.WithResetSeed(func(srv *fakeserver.Server) (any, error) {
+			infos, err := seed.apply(srv)
+			if err != nil {
+				return nil, err
+			}
+			return started{URL: out.URL, Accounts: infos}, nil
+		}))
+	}
 	srv := fakeserver.NewServer(opts...)
 	defer srv.Close()
-
-	out := started{Accounts: []*fakeserver.AccountInfo{}}
 	if seed != nil {
 		infos, err := seed.apply(srv)
 		if err != nil {
@@ -186,28 +234,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	out.URL = "http://" + ln.Addr().String()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	// Once the listener is closed, srv.Close releases requests held by
+	// delay faults, so that they answer (503) within the drain.
+	hs := newHTTPServer(logRequests(log, srv.Handler()), lim, log, srv.Close)
 	if err := json.NewEncoder(stdout).Encode(out); err != nil {
-		_ = hs.Close()
+		_ = ln.Close()
 		return err
 	}
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(stderr, "confpay-fakeserver: shutting down")
-	srv.Close() // releases requests held by delay faults
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shut); err != nil {
-		return err
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	log.Info("listening", "url", out.URL)
+	err = hs.serve(ctx, ln, lim.drain)
+	log.Info("stopped")
+	return err
 }
