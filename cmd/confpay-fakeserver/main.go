@@ -135,77 +135,92 @@ type started struct {
 	Accounts []*fakeserver.AccountInfo `json:"accounts"`
 }
 
+// config is what the flags set.
+type config struct {
+	addr, seedPath, adminToken string
+	blockTime, approval        time.Duration
+	virtual, version           bool
+	logFormat, logLevel        string
+	limits                     limits
+}
+
+// defineFlags defines every flag on fs (the manual, in manual.go, says
+// what each does: a test holds the two together).
+func defineFlags(fs *flag.FlagSet) *config {
+	c := &config{}
+	fs.StringVar(&c.addr, "addr", defaultAddr, "address to listen on")
+	fs.DurationVar(&c.blockTime, "block-time", time.Second, "how long a transfer stays pending")
+	fs.DurationVar(&c.approval, "approval-window", 24*time.Hour, "how long a held agent payment waits")
+	fs.BoolVar(&c.virtual, "virtual-clock", false, "start a virtual clock")
+	fs.StringVar(&c.seedPath, "seed", "", "JSON file of accounts and balances")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /_fake (default $"+adminTokenEnv+")")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn, error or off")
+	fs.DurationVar(&c.limits.readHeader, "read-header-timeout", 5*time.Second, "time to read a request's headers")
+	fs.DurationVar(&c.limits.read, "read-timeout", 30*time.Second, "time to read a whole request")
+	fs.DurationVar(&c.limits.write, "write-timeout", 60*time.Second, "time to answer once the headers are read")
+	fs.DurationVar(&c.limits.idle, "idle-timeout", 60*time.Second, "how long a keep-alive connection may idle")
+	fs.IntVar(&c.limits.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
+	fs.DurationVar(&c.limits.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	return c
+}
+
 // run parses args, starts the server, prints where it listens and the
 // seeded keys to stdout, logs requests to stderr, and serves until ctx is
 // done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("confpay-fakeserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: confpay-fakeserver [flags]; confpay-fakeserver -help for the manual")
-	}
-	addr := fs.String("addr", defaultAddr, "address to listen on")
-	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending")
-	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits")
-	virtual := fs.Bool("virtual-clock", false, "start a virtual clock")
-	seedPath := fs.String("seed", "", "JSON file of accounts and balances")
-	adminToken := fs.String("admin-token", "", "bearer token for /_fake (default $"+adminTokenEnv+")")
-	logFormat := fs.String("log-format", "text", "text or json")
-	logLevel := fs.String("log-level", "info", "debug, info, warn, error or off")
-	var lim limits
-	fs.DurationVar(&lim.readHeader, "read-header-timeout", 5*time.Second, "time to read a request's headers")
-	fs.DurationVar(&lim.read, "read-timeout", 30*time.Second, "time to read a whole request")
-	fs.DurationVar(&lim.write, "write-timeout", 60*time.Second, "time to answer once the headers are read")
-	fs.DurationVar(&lim.idle, "idle-timeout", 60*time.Second, "how long a keep-alive connection may idle")
-	fs.IntVar(&lim.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
-	fs.DurationVar(&lim.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {} // -help prints the manual; a bad flag, one line
+	cfg := defineFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printManual(stdout)
 			return nil
 		}
+		fmt.Fprintln(stderr, "usage: confpay-fakeserver [flags]; confpay-fakeserver -help for the manual")
 		return err
 	}
-	if *showVersion {
+	if cfg.version {
 		fmt.Fprintln(stdout, version())
 		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *blockTime < 0 || *approval <= 0 {
+	if cfg.blockTime < 0 || cfg.approval <= 0 {
 		return errors.New("-block-time must be at least 0 and -approval-window above 0")
 	}
-	if err := lim.check(); err != nil {
+	if err := cfg.limits.check(); err != nil {
 		return err
 	}
-	log, err := newLogger(*logFormat, *logLevel, stderr)
+	log, err := newLogger(cfg.logFormat, cfg.logLevel, stderr)
 	if err != nil {
 		return err
 	}
 	var seed *seedFile
-	if *seedPath != "" {
-		b, err := os.ReadFile(*seedPath)
+	if cfg.seedPath != "" {
+		b, err := os.ReadFile(cfg.seedPath)
 		if err != nil {
 			return fmt.Errorf("reading the seed file: %w", err)
 		}
 		if seed, err = parseSeed(b); err != nil {
-			return fmt.Errorf("seed file %s: %w", *seedPath, err)
+			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
 		}
 	}
 
-	opts := []fakeserver.Option{fakeserver.WithBlockTime(*blockTime), fakeserver.WithApprovalWindow(*approval), fakeserver.WithLogger(log)}
-	if *adminToken == "" {
-		*adminToken = os.Getenv(adminTokenEnv)
+	opts := []fakeserver.Option{fakeserver.WithBlockTime(cfg.blockTime), fakeserver.WithApprovalWindow(cfg.approval), fakeserver.WithLogger(log)}
+	if cfg.adminToken == "" {
+		cfg.adminToken = os.Getenv(adminTokenEnv)
 	}
-	if *adminToken != "" {
-		if strings.ContainsAny(*adminToken, " \t,") {
+	if cfg.adminToken != "" {
+		if strings.ContainsAny(cfg.adminToken, " \t,") {
 			return errors.New("-admin-token must be one token: no space, tab or comma")
 		}
-		opts = append(opts, fakeserver.WithAdminToken(*adminToken))
+		opts = append(opts, fakeserver.WithAdminToken(cfg.adminToken))
 	}
-	if !*virtual {
+	if !cfg.virtual {
 		opts = append(opts, fakeserver.WithRealClock())
 	}
 	out := started{Accounts: []*fakeserver.AccountInfo{}}
@@ -229,20 +244,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out.Accounts = infos
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
 	out.URL = "http://" + ln.Addr().String()
 	// Once the listener is closed, srv.Close releases requests held by
 	// delay faults, so that they answer (503) within the drain.
-	hs := newHTTPServer(logRequests(log, srv.Handler()), lim, log, srv.Close)
+	hs := newHTTPServer(logRequests(log, srv.Handler()), cfg.limits, log, srv.Close)
 	if err := json.NewEncoder(stdout).Encode(out); err != nil {
 		_ = ln.Close()
 		return err
 	}
 	log.Info("listening", "url", out.URL)
-	err = hs.serve(ctx, ln, lim.drain)
+	err = hs.serve(ctx, ln, cfg.limits.drain)
 	log.Info("stopped")
 	return err
 }
