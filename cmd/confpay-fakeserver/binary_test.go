@@ -53,7 +53,7 @@ func (r *running) stop() error {
 
 // launch starts run with args; the test must call stop, or the server
 // stops when the test ends.
-func launch(t *testing.T, args ...string) *running {
+func launch(t testing.TB, args ...string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -85,7 +85,7 @@ func launch(t *testing.T, args ...string) *running {
 	return r
 }
 
-func writeSeed(t *testing.T, s string) string {
+func writeSeed(t testing.TB, s string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "seed.json")
 	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {

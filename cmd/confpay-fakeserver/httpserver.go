@@ -54,7 +54,8 @@ type httpServer struct {
 var testHookShutdown func()
 
 // newHTTPServer returns a server for h with l's bounds. onShutdown runs
-// once Shutdown has closed the listener.
+// once Shutdown has closed the listener (fresh connections are closed
+// before, by serve).
 func newHTTPServer(h http.Handler, l limits, log *slog.Logger, onShutdown func()) *httpServer {
 	s := &httpServer{fresh: map[net.Conn]struct{}{}}
 	s.Server = &http.Server{
@@ -68,7 +69,6 @@ func newHTTPServer(h http.Handler, l limits, log *slog.Logger, onShutdown func()
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	s.RegisterOnShutdown(func() {
-		s.closeFresh()
 		onShutdown()
 		if testHookShutdown != nil {
 			testHookShutdown()
@@ -117,6 +117,9 @@ func (s *httpServer) serve(ctx context.Context, ln net.Listener, drain time.Dura
 		return err
 	case <-ctx.Done():
 	}
+	// Fresh connections go first: Shutdown would count them busy at its
+	// first look and check again only a millisecond or more later.
+	s.closeFresh()
 	shut, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	err := s.Shutdown(shut)
