@@ -68,10 +68,11 @@ func newHTTPServer(h http.Handler, l limits, log *slog.Logger, onShutdown func()
 		ConnState:         s.track,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	hook := testHookShutdown // read now: the function below may outlive the test
 	s.RegisterOnShutdown(func() {
 		onShutdown()
-		if testHookShutdown != nil {
-			testHookShutdown()
+		if hook != nil {
+			hook()
 		}
 	})
 	return s
