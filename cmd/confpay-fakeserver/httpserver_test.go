@@ -67,14 +67,14 @@ func TestSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	closedByServer(t, "idle keep-alive", br) // then nothing: the server hangs up
 
 	big := dial(t, r)
-	fmt.Fprintf(big, "GET /_fake/clock HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", strings.Repeat("a", 8192))
+	fmt.Fprintf(big, "GET /_fake/clock HTTP/1.1\r\nHost: x\r\nX-Pad: %s\r\n\r\n", strings.Repeat("a", 16<<10))
 	resp, err = http.ReadResponse(bufio.NewReader(big), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("an 8 KiB header with -max-header-bytes 4096: %d, want 431", resp.StatusCode)
+		t.Errorf("a 16 KiB header with -max-header-bytes 4096: %d, want 431", resp.StatusCode)
 	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
