@@ -460,10 +460,7 @@ func (s *Server) adminClearFaults(c *call) (int, any, error) {
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Server) adminReset(c *call) (int, any, error) {
-	s.Reset()
-	return http.StatusNoContent, nil, nil
-}
+func (s *Server) adminReset(c *call) (int, any, error) { return s.resetTo(c) }
 
 // ---- snapshot ----
 

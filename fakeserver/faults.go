@@ -234,6 +234,7 @@ func (s *Server) applyFault(c *call, f *fault, rt *route) bool {
 // now. It reports false when the client gave up or the server is closing
 // first.
 func (s *Server) hold(c *call, d time.Duration) bool {
+	liftWriteTimeout(c) // the test asked for the wait (httpserver.go)
 	done := make(chan struct{})
 	t := s.clock.At(s.clock.Now().Add(d), func(time.Time) { close(done) })
 	select {

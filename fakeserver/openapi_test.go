@@ -128,14 +128,17 @@ func docFor(path string) *openapicheck.Doc {
 // body and of the answer, and checks the exchange once answered.
 func recordHandler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Keep what the handler reads of the body, without reading it
+		// first: a request refused before its body is read (a bad key)
+		// must not wait for a body that may never end.
+		var read bytes.Buffer
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(r.Body, &read), r.Body}
 		rw := &recordingWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
+		body := read.Bytes()
 		if rw.hijacked {
 			return // a dropped or reset connection: no answer to check
 		}

@@ -130,6 +130,7 @@ type options struct {
 	// maxIdempotencyKeys bounds the Idempotency-Keys kept per account and
 	// network.
 	maxIdempotencyKeys int
+	seed               func(*Server) (any, error) // WithResetSeed (reset.go)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -439,7 +440,7 @@ func (s *Server) dispatch(rs []route) http.Handler {
 			w.Header().Set("X-Request-Id", c.reqID)
 		}
 		if apiErr := s.checkAdminToken(r); apiErr != nil {
-			s.writeError(c, apiErr)
+			s.refuseUnread(c, apiErr)
 			return
 		}
 		if rs == nil {
@@ -466,6 +467,14 @@ func (s *Server) dispatch(rs []route) http.Handler {
 // serve runs the pipeline for one matched route.
 func (s *Server) serve(c *call, rt *route) {
 	r := c.r
+	// The key is checked before a byte of the body is read, so that a
+	// caller without one cannot hold the server reading (httpserver.go).
+	if rt.auth {
+		if apiErr := s.authenticate(c); apiErr != nil {
+			s.refuseUnread(c, apiErr)
+			return
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		s.writeError(c, newError(http.StatusBadRequest, confpay.CodeInvalidRequest, "could not read the request body"))
@@ -476,12 +485,6 @@ func (s *Server) serve(c *call, rt *route) {
 		return
 	}
 	c.body = body
-	if rt.auth {
-		if apiErr := s.authenticate(c); apiErr != nil {
-			s.writeError(c, apiErr)
-			return
-		}
-	}
 	// A query that does not parse (a ";" separator, a bad "%" escape) is
 	// refused, never read as whatever part of it parsed.
 	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {

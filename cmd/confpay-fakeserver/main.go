@@ -1,18 +1,24 @@
 // Command confpay-fakeserver runs the confpay reference server (package
 // fakeserver) as a standalone process, for tests in any language and for
-// trying the interface with curl.
+// trying the interface with curl. Install it with
+//
+//	go install github.com/confpay/confpay-go/cmd/confpay-fakeserver@latest
 //
 // Usage:
 //
-//	confpay-fakeserver [-addr 127.0.0.1:12111] [-block-time 1s]
-//	    [-approval-window 24h] [-virtual-clock] [-seed accounts.json]
-//	    [-admin-token TOKEN]
+//	confpay-fakeserver [-addr 127.0.0.1:12180] [-seed accounts.json]
+//	    [-virtual-clock] [-block-time 1s] [-approval-window 24h]
+//	    [-admin-token TOKEN] [-log-format text|json] [-log-level info]
+//	    [-read-header-timeout 5s] [-read-timeout 30s] [-write-timeout 60s]
+//	    [-idle-timeout 60s] [-max-header-bytes 65536] [-shutdown-timeout 10s]
+//	confpay-fakeserver -version
+//	confpay-fakeserver -help
 //
 // On start it prints one line of JSON to standard output: the base URL and
 // the seeded accounts with their API keys (and decryption keys, when the
 // seed asked the server to generate them):
 //
-//	{"url":"http://127.0.0.1:12111","accounts":[{"account_id":"acct_…","handle":"@alice","test_key":"hc_test_…",…}]}
+//	{"url":"http://127.0.0.1:12180","accounts":[{"account_id":"acct_…","handle":"@alice","test_key":"hc_test_…",…}]}
 //
 // The seed file holds accounts as POST /_fake/accounts takes them, plus
 // their balances per network:
@@ -23,15 +29,20 @@
 //	  {"handle": "@shop", "type": "business", "kyc_status": "verified"}
 //	]}
 //
-// The server follows the wall clock unless -virtual-clock is given; either
-// way POST /_fake/clock moves it. It listens on loopback by default: the
-// /_fake admin interface takes no key unless -admin-token (or the
-// environment variable CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of
-// shell history) sets one, so keep -addr on loopback (127.0.0.1:0 picks a
-// free port; :0 would listen on every interface). With a token, every
-// /_fake request needs "Authorization: Bearer TOKEN". SIGINT or SIGTERM
-// stops it cleanly.
-// See docs/fakeserver.md for the whole admin interface.
+// POST /_fake/reset?to=seed empties the server and loads the seed again,
+// answering with the same object as the start line (new ids and keys);
+// POST /_fake/reset empties it.
+//
+// It listens on loopback, port 12180 (not stripe-mock's 12111 or 12112, so
+// both can run), by default: the /_fake admin interface takes no key
+// unless -admin-token (or the environment variable
+// CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of shell history) sets
+// one. Each request is logged on standard error as one line (-log-format,
+// -log-level) that never holds a key, a body, a proof or a figure. The
+// HTTP server has read-header, read, write and idle timeouts and a header
+// size cap, each a flag. SIGINT or SIGTERM stops it: at once when idle,
+// after the requests in flight otherwise. -help prints the whole manual;
+// docs/fakeserver.md has the admin interface.
 package main
 
 import (
@@ -43,7 +54,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -125,54 +135,107 @@ type started struct {
 	Accounts []*fakeserver.AccountInfo `json:"accounts"`
 }
 
+// config is what the flags set.
+type config struct {
+	addr, seedPath, adminToken string
+	blockTime, approval        time.Duration
+	virtual, version           bool
+	logFormat, logLevel        string
+	limits                     limits
+}
+
+// defineFlags defines every flag on fs (the manual, in manual.go, says
+// what each does: a test holds the two together).
+func defineFlags(fs *flag.FlagSet) *config {
+	c := &config{}
+	fs.StringVar(&c.addr, "addr", defaultAddr, "address to listen on")
+	fs.DurationVar(&c.blockTime, "block-time", time.Second, "how long a transfer stays pending")
+	fs.DurationVar(&c.approval, "approval-window", 24*time.Hour, "how long a held agent payment waits")
+	fs.BoolVar(&c.virtual, "virtual-clock", false, "start a virtual clock")
+	fs.StringVar(&c.seedPath, "seed", "", "JSON file of accounts and balances")
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /_fake (default $"+adminTokenEnv+")")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn, error or off")
+	fs.DurationVar(&c.limits.readHeader, "read-header-timeout", 5*time.Second, "time to read a request's headers")
+	fs.DurationVar(&c.limits.read, "read-timeout", 30*time.Second, "time to read a whole request")
+	fs.DurationVar(&c.limits.write, "write-timeout", 60*time.Second, "time to answer once the headers are read")
+	fs.DurationVar(&c.limits.idle, "idle-timeout", 60*time.Second, "how long a keep-alive connection may idle")
+	fs.IntVar(&c.limits.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
+	fs.DurationVar(&c.limits.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	return c
+}
+
 // run parses args, starts the server, prints where it listens and the
-// seeded keys to stdout, and serves until ctx is done.
+// seeded keys to stdout, logs requests to stderr, and serves until ctx is
+// done.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("confpay-fakeserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:12111", "address to listen on; keep it on loopback, the admin interface takes no key without -admin-token (127.0.0.1:0 picks a free port)")
-	blockTime := fs.Duration("block-time", time.Second, "how long a transfer stays pending before it confirms")
-	approval := fs.Duration("approval-window", 24*time.Hour, "how long a held agent payment waits for a decision")
-	virtual := fs.Bool("virtual-clock", false, "start a virtual clock at 2026-01-05T09:00:00Z that moves only through POST /_fake/clock")
-	seedPath := fs.String("seed", "", "JSON file of accounts and balances to create at start")
-	adminToken := fs.String("admin-token", "", "require this bearer token on every /_fake admin request (default: $"+adminTokenEnv+"; none: the admin interface takes no credentials)")
+	fs.Usage = func() {} // -help prints the manual; a bad flag, one line
+	cfg := defineFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printManual(stdout)
+			return nil
+		}
+		fmt.Fprintln(stderr, "usage: confpay-fakeserver [flags]; confpay-fakeserver -help for the manual")
 		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *blockTime < 0 || *approval <= 0 {
+	if cfg.blockTime < 0 || cfg.approval <= 0 {
 		return errors.New("-block-time must be at least 0 and -approval-window above 0")
 	}
+	if err := cfg.limits.check(); err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.logFormat, cfg.logLevel, stderr)
+	if err != nil {
+		return err
+	}
 	var seed *seedFile
-	if *seedPath != "" {
-		b, err := os.ReadFile(*seedPath)
+	if cfg.seedPath != "" {
+		b, err := os.ReadFile(cfg.seedPath)
 		if err != nil {
 			return fmt.Errorf("reading the seed file: %w", err)
 		}
 		if seed, err = parseSeed(b); err != nil {
-			return fmt.Errorf("seed file %s: %w", *seedPath, err)
+			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
 		}
 	}
 
-	opts := []fakeserver.Option{fakeserver.WithBlockTime(*blockTime), fakeserver.WithApprovalWindow(*approval)}
-	if *adminToken == "" {
-		*adminToken = os.Getenv(adminTokenEnv)
+	opts := []fakeserver.Option{fakeserver.WithBlockTime(cfg.blockTime), fakeserver.WithApprovalWindow(cfg.approval), fakeserver.WithLogger(log)}
+	if cfg.adminToken == "" {
+		cfg.adminToken = os.Getenv(adminTokenEnv)
 	}
-	if *adminToken != "" {
-		if strings.ContainsAny(*adminToken, " \t,") {
+	if cfg.adminToken != "" {
+		if strings.ContainsAny(cfg.adminToken, " \t,") {
 			return errors.New("-admin-token must be one token: no space, tab or comma")
 		}
-		opts = append(opts, fakeserver.WithAdminToken(*adminToken))
+		opts = append(opts, fakeserver.WithAdminToken(cfg.adminToken))
 	}
-	if !*virtual {
+	if !cfg.virtual {
 		opts = append(opts, fakeserver.WithRealClock())
+	}
+	out := started{Accounts: []*fakeserver.AccountInfo{}}
+	if seed != nil {
+		// POST /_fake/reset?to=seed answers with the start line anew.
+		opts = append(opts, fakeserver.WithResetSeed(func(srv *fakeserver.Server) (any, error) {
+			infos, err := seed.apply(srv)
+			if err != nil {
+				return nil, err
+			}
+			return started{URL: out.URL, Accounts: infos}, nil
+		}))
 	}
 	srv := fakeserver.NewUnstartedServer(opts...)
 	defer srv.Close()
-
-	out := started{Accounts: []*fakeserver.AccountInfo{}}
 	if seed != nil {
 		infos, err := seed.apply(srv)
 		if err != nil {
@@ -181,33 +244,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out.Accounts = infos
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
 	out.URL = "http://" + ln.Addr().String()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	// Once the listener is closed, srv.Close releases requests held by
+	// delay faults, so that they answer (503) within the drain.
+	hs := newHTTPServer(logRequests(log, srv.Handler()), cfg.limits, log, srv.Close)
 	if err := json.NewEncoder(stdout).Encode(out); err != nil {
-		_ = hs.Close()
+		_ = ln.Close()
 		return err
 	}
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(stderr, "confpay-fakeserver: shutting down")
-	srv.Close() // releases requests held by delay faults
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shut); err != nil {
-		return err
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	log.Info("listening", "url", out.URL)
+	err = hs.serve(ctx, ln, cfg.limits.drain)
+	log.Info("stopped")
+	return err
 }

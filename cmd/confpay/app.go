@@ -30,7 +30,7 @@ const (
 )
 
 // fakeURL is where confpay-fakeserver listens by default (its -addr flag).
-const fakeURL = "http://127.0.0.1:12111"
+const fakeURL = "http://127.0.0.1:12180"
 
 // Environment variables the client reads.
 const (

@@ -16,7 +16,7 @@
 // prefix selects the network), CONFPAY_BASE_URL, and CONFPAY_DECRYPTION_KEY
 // (or --decryption-key-file; never a flag value, which would land in the
 // shell's history). --fake targets a confpay-fakeserver on its default
-// address, http://127.0.0.1:12111.
+// address, http://127.0.0.1:12180.
 //
 // Exit codes: 0 success, 1 the service refused the request (or another
 // failure), 2 bad usage (unknown command or flag, bad argument or amount,

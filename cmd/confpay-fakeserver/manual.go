@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+)
+
+// defaultAddr is where the binary listens unless -addr says otherwise:
+// loopback only, and a port of its own. stripe-mock, which many teams run
+// beside it, takes 12111 (HTTP) and 12112 (HTTPS); 12180 is neither, and
+// not a port any common development tool claims.
+const defaultAddr = "127.0.0.1:12180"
+
+// manual is the text of -help, laid out like a manual page.
+const manual = `NAME
+    confpay-fakeserver - the confpay reference server, in memory
+
+SYNOPSIS
+    confpay-fakeserver [-addr host:port] [-seed file] [-virtual-clock]
+                       [-block-time d] [-approval-window d]
+                       [-admin-token token] [-log-format text|json]
+                       [-log-level debug|info|warn|error|off]
+                       [-read-header-timeout d] [-read-timeout d]
+                       [-write-timeout d] [-idle-timeout d]
+                       [-max-header-bytes n] [-shutdown-timeout d]
+    confpay-fakeserver -version
+    confpay-fakeserver -help
+
+DESCRIPTION
+    Serves the confidential payments interface (/v1) and its test controls
+    (/_fake) from memory, for tests in any language and for trying the
+    interface with curl. Nothing is written to disk; stopping it forgets
+    everything.
+
+    On start it prints one line of JSON on standard output: the base URL
+    and the seeded accounts with their API keys (and decryption keys, for
+    accounts whose key the server generated). Then it serves until SIGINT
+    or SIGTERM, logging one line per request on standard error.
+
+    It listens on loopback only unless -addr says otherwise. Without an
+    admin token the /_fake interface takes no credentials: keep it there.
+
+OPTIONS
+    -addr host:port
+        Where to listen (default ` + defaultAddr + `). 127.0.0.1:0 picks a
+        free port; the start line says which.
+    -seed file
+        Accounts and balances to create at start, as JSON:
+        {"accounts": [{"handle": "@alice", "generate_encryption_key": true,
+          "balances": {"test": {"USDG": "100"}}}]}.
+        POST /_fake/reset?to=seed empties the server and creates them again
+        (with new ids and keys, in the answer); POST /_fake/reset empties it.
+    -virtual-clock
+        Start a virtual clock at 2026-01-05T09:00:00Z that moves only
+        through POST /_fake/clock (default: the wall clock).
+    -block-time d
+        How long a transfer stays pending before it confirms (default 1s).
+    -approval-window d
+        How long a held agent payment waits for a decision (default 24h).
+    -admin-token token
+        Require "Authorization: Bearer token" on every /_fake request
+        (default: $CONFPAY_FAKESERVER_ADMIN_TOKEN, else none).
+    -log-format text|json
+        How request lines are written on standard error (default text).
+    -log-level debug|info|warn|error|off
+        The least severe lines written (default info). info logs every
+        request; warn only 5xx answers; debug adds webhook delivery
+        attempts. A line holds the method, the path without its query, the
+        status, the duration and the request id: never a key, a token, a
+        query, a body, a proof or a figure.
+    -read-header-timeout d
+        Time to read a request's headers (default 5s).
+    -read-timeout d
+        Time to read a whole request, body included (default 30s).
+    -write-timeout d
+        Time from the end of the headers to the end of the answer (default
+        60s). A request held by a delay fault is exempt.
+    -idle-timeout d
+        How long a keep-alive connection may wait for its next request
+        (default 60s).
+    -max-header-bytes n
+        Largest request head, in bytes (default 65536; more answers 431).
+    -shutdown-timeout d
+        How long requests in flight may take to finish once a stop is asked
+        for (default 10s); then they are cut off.
+    -version
+        Print the module version and exit.
+    -help
+        Print this page and exit.
+
+ENVIRONMENT
+    CONFPAY_FAKESERVER_ADMIN_TOKEN
+        The admin token when -admin-token is not given; unlike a flag it
+        stays out of shell history and process listings.
+
+FILES
+    The -seed file, read once at start (and kept in memory for
+    POST /_fake/reset?to=seed). Nothing else is read or written.
+
+EXAMPLES
+    Run it with two accounts and read their keys:
+        confpay-fakeserver -seed seed.json > start.json
+    Reset between tests to the seeded state:
+        curl -s -X POST 'localhost:12180/_fake/reset?to=seed'
+    Run it in CI with JSON logs on a free port and an admin token:
+        CONFPAY_FAKESERVER_ADMIN_TOKEN=$(openssl rand -hex 16) \
+            confpay-fakeserver -addr 127.0.0.1:0 -log-format json
+    Install it:
+        go install github.com/confpay/confpay-go/cmd/confpay-fakeserver@latest
+
+EXIT STATUS
+    0   stopped by SIGINT or SIGTERM after every request finished; or
+        -help or -version
+    1   a bad flag or seed file, an address it cannot listen on, or
+        requests still running after -shutdown-timeout
+    A second SIGINT or SIGTERM ends it at once.
+
+SEE ALSO
+    docs/fakeserver.md in github.com/confpay/confpay-go
+`
+
+// printManual writes the manual page.
+func printManual(w io.Writer) { _, _ = io.WriteString(w, manual) }
+
+// version is the module version the binary was built from: v0.1.0 when
+// installed with go install …@v0.1.0, "(devel)" when built from a
+// checkout (with the commit, when the build recorded one).
+func version() string {
+	v := "(unknown)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version
+		if v == "" {
+			v = "(devel)"
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && v == "(devel)" {
+				v += " " + s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("confpay-fakeserver %s %s", v, runtime.Version())
+}
