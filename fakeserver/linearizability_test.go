@@ -518,6 +518,8 @@ func (h *linzHarness) send(c *linzClient, in *mInput, method, path, body, key st
 		if strings.HasPrefix(path, "/v1/") {
 			req.Header.Set("Authorization", "Bearer "+c.key)
 		}
+		// The OpenAPI recorder checks a sample of these (openapi_test.go).
+		req.Header.Set("User-Agent", "confpay-linearizability-test")
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
