@@ -1,8 +1,10 @@
 package fakeserver
 
 import (
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -42,4 +44,56 @@ func (s *Server) refuseUnread(c *call, err error) {
 // HTTP/2) it does nothing.
 func liftWriteTimeout(c *call) {
 	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
+}
+
+// loopback is the listener Start opens: a plain http.Server on a loopback
+// port. It takes the place of httptest.Server, which links the testing
+// package from Go 1.27 on, so that a program using fakeserver (the binary
+// included) does not. Like httptest's, its close waits for the requests
+// in flight to end.
+type loopback struct {
+	srv  *http.Server
+	url  string
+	addr net.Addr
+
+	mu     sync.Mutex
+	closed bool
+	active sync.WaitGroup // requests in flight
+}
+
+// listenLoopback serves h on 127.0.0.1 (or [::1] where IPv4 has no
+// loopback) at a port the system picks.
+func listenLoopback(h http.Handler) *loopback {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		if ln, err = net.Listen("tcp6", "[::1]:0"); err != nil {
+			panic("fakeserver: cannot listen on a loopback port: " + err.Error())
+		}
+	}
+	l := &loopback{url: "http://" + ln.Addr().String(), addr: ln.Addr()}
+	l.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		l.active.Add(1)
+		l.mu.Unlock()
+		defer l.active.Done()
+		h.ServeHTTP(w, r)
+	})}
+	go func() { _ = l.srv.Serve(ln) }()
+	return l
+}
+
+// close stops listening, closes every connection and waits for the
+// requests in flight.
+func (l *loopback) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	_ = l.srv.Close()
+	l.active.Wait()
 }

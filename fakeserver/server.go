@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -87,8 +86,8 @@ type Server struct {
 	idempotent *idempotency.Store
 
 	handler http.Handler
-	hs      *httptest.Server // set by Start
-	self    selfAddrs        // the server's own listeners (selfguard.go)
+	hs      *loopback // set by Start
+	self    selfAddrs // the server's own listeners (selfguard.go)
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -268,8 +267,8 @@ func New(t Tester, opts ...Option) *Server {
 // Start makes the server listen on a loopback port (see URL).
 func (s *Server) Start() {
 	if s.hs == nil {
-		s.hs = httptest.NewServer(s.handler)
-		s.self.learnNetAddr(s.hs.Listener.Addr())
+		s.hs = listenLoopback(s.handler)
+		s.self.learnNetAddr(s.hs.addr)
 	}
 }
 
@@ -278,7 +277,7 @@ func (s *Server) URL() string {
 	if s.hs == nil {
 		return ""
 	}
-	return s.hs.URL
+	return s.hs.url
 }
 
 // Handler is the server's HTTP face: the /v1 interface and /_fake admin.
@@ -303,7 +302,7 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		if s.hs != nil {
-			s.hs.Close()
+			s.hs.close()
 		}
 		s.clock.Close()
 		s.stopDeliveries()

@@ -212,7 +212,7 @@ func TestRequestLogHoldsNoSecret(t *testing.T) {
 				t.Fatalf("run: %v", err)
 			}
 			log := r.stderr.String()
-			for _, secret := range []string{alice.T, alice.L, alice.D, start.Accounts[1].T, token, "proof-Vv77", "deadbeef", "7319", "12.5031", "5508", "memo-Pp42", "idem-Kx9", "decryption_proof", "network=test", `"to"`} {
+			for _, secret := range []string{alice.T, alice.L, alice.D, start.Accounts[1].T, token, "proof-Vv77", "deadbeef", "7319.4477", "7319447700", "12.5031", "12503100", "5508.0061", "5508006100", "memo-Pp42", "idem-Kx9", "decryption_proof", "network=test", `"to"`} {
 				if secret != "" && strings.Contains(log, secret) {
 					t.Errorf("the log holds %q:\n%s", secret, log)
 				}
