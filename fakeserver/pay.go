@@ -197,12 +197,9 @@ func (s *Server) Settle() int {
 func (s *Server) FailTransfer(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, t := s.findTransferLocked(id)
-	if t == nil {
-		return errNotFound("no transfer " + id)
-	}
-	if t.status != confpay.StatusPending {
-		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	n, t, err := s.pendingTransferLocked(id)
+	if err != nil {
+		return err
 	}
 	s.failLocked(n, t, s.clock.Now())
 	return nil
@@ -213,15 +210,25 @@ func (s *Server) FailTransfer(id string) error {
 func (s *Server) FailTransferAtConfirmation(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, t := s.findTransferLocked(id)
-	if t == nil {
-		return errNotFound("no transfer " + id)
-	}
-	if t.status != confpay.StatusPending {
-		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	_, t, err := s.pendingTransferLocked(id)
+	if err != nil {
+		return err
 	}
 	t.failAtConfirm = true
 	return nil
+}
+
+// pendingTransferLocked finds a pending transfer by id on either network:
+// 404 when there is none, 409 when it is no longer pending.
+func (s *Server) pendingTransferLocked(id string) (*network, *transfer, error) {
+	n, t := s.findTransferLocked(id)
+	if t == nil {
+		return nil, nil, errNotFound("no transfer " + id)
+	}
+	if t.status != confpay.StatusPending {
+		return nil, nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	}
+	return n, t, nil
 }
 
 // ---- the steps, under s.mu ----

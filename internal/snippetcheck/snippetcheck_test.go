@@ -335,23 +335,15 @@ func useDeclared(fset *token.FileSet, f *ast.File, src string) string {
 	return src
 }
 
-// moduleRoot walks up from this package to the directory holding go.mod.
+// moduleRoot is the module's directory: this package sits two levels
+// below it (internal/<name>), and go test runs in the package directory.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // goCmd runs the go command offline, from the module cache, with the
