@@ -47,6 +47,13 @@ type httpServer struct {
 	mu       sync.Mutex
 	fresh    map[net.Conn]struct{} // connections in http.StateNew
 	stopping bool
+
+	// handlers counts the handlers running. Shutdown waits for requests
+	// on the connections it manages, but not for a handler whose
+	// connection was taken over (a request refused before its body was
+	// read, a scripted connection fault): serve waits for those here, so
+	// that every request is answered and logged before the binary stops.
+	handlers sync.WaitGroup
 }
 
 // testHookShutdown, when set by a test, runs once shutdown has begun: the
@@ -59,7 +66,11 @@ var testHookShutdown func()
 func newHTTPServer(h http.Handler, l limits, log *slog.Logger, onShutdown func()) *httpServer {
 	s := &httpServer{fresh: map[net.Conn]struct{}{}}
 	s.Server = &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.handlers.Add(1)
+			defer s.handlers.Done()
+			h.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: l.readHeader,
 		ReadTimeout:       l.read,
 		WriteTimeout:      l.write,
@@ -130,6 +141,14 @@ func (s *httpServer) serve(ctx context.Context, ln net.Listener, drain time.Dura
 	}
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
+	}
+	// Serve has returned, so no handler starts any more; wait, within the
+	// drain, for those whose connections Shutdown does not track.
+	done := make(chan struct{})
+	go func() { s.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-shut.Done():
 	}
 	return err
 }
