@@ -518,16 +518,13 @@ func (s *Server) Snapshot() Snapshot {
 			Pending:   len(n.transfers.pending),
 			Transfers: map[string]TransferRecord{},
 			Held:      map[string]confpay.AgentTransaction{},
-			Webhooks:  map[string]confpay.Webhook{},
-			Events:    len(n.hooks.events),
+			Webhooks:  s.hooks.AllSubscriptions(name),
+			Events:    s.hooks.EventCount(name),
 		}
 		for id, h := range n.held.byID {
 			v := *h.view()
 			v.EncryptedNote, v.NoteReaders = "", nil
 			ns.Held[id] = v
-		}
-		for id, sub := range n.hooks.subs {
-			ns.Webhooks[id] = *sub.view()
 		}
 		for _, id := range n.ledger.Accounts() {
 			ns.Balances[id] = s.booksLocked(n, s.accounts[id])

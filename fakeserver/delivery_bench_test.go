@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	confpay "github.com/confpay/confpay-go"
 
@@ -52,16 +50,12 @@ func BenchmarkDeliveryThroughput(b *testing.B) {
 			s.Sync()
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
-			s.mu.Lock()
-			defer s.mu.Unlock()
 			n := 0
-			for _, sub := range s.nets[confpay.NetworkTest].hooks.subs {
-				for _, d := range sub.deliveries {
-					if d.status != confpay.DeliverySucceeded {
-						b.Fatalf("delivery %s is %s", d.id, d.status)
-					}
-					n++
+			for _, d := range s.hooks.DeliveryRecords(confpay.NetworkTest, "") {
+				if d.Status != confpay.DeliverySucceeded {
+					b.Fatalf("delivery %s is %s", d.DeliveryID, d.Status)
 				}
+				n++
 			}
 			if n != b.N {
 				b.Fatalf("%d deliveries for %d events", n, b.N)
@@ -77,8 +71,8 @@ func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
 			hs := whLeanReceiver(b)
-			p := newDeliveryPool(10*time.Second, nil, (&net.Dialer{}).DialContext)
-			defer p.client.CloseIdleConnections()
+			client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+			defer client.CloseIdleConnections()
 			body := bytes.Repeat([]byte("x"), 330)
 			jobs := make(chan int)
 			var wg sync.WaitGroup
@@ -89,8 +83,7 @@ func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for n := range jobs {
-						out := outgoing{url: hs.URL + "/hook", body: body, secret: "whsec_bench", eventID: "evt_" + strconv.Itoa(n), attempt: 1}
-						if code := p.post(p.ctx, &out); code != http.StatusNoContent {
+						if code := benchPOST(client, hs.URL+"/hook", body, "evt_"+strconv.Itoa(n)); code != http.StatusNoContent {
 							panic(fmt.Sprintf("status %d", code))
 						}
 					}
@@ -117,4 +110,25 @@ func BenchmarkEmitNoSubscribers(b *testing.B) {
 	for b.Loop() {
 		whEmit(s, webhookverify.KindTransferConfirmed, tr)
 	}
+}
+
+// benchPOST is one signed delivery POST as internal/hooks makes it: the
+// same headers, the answer drained, the connection kept.
+func benchPOST(client *http.Client, url string, body []byte, eventID string) int {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "confpay-fakeserver-webhooks")
+	req.Header.Set(webhookverify.SignatureHeader, webhookverify.Sign("whsec_bench", body))
+	req.Header.Set(webhookverify.EventIDHeader, eventID)
+	req.Header.Set(webhookverify.AttemptHeader, "1")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }

@@ -180,18 +180,18 @@ func TestReplayNeedsAnEventOfTheAccount(t *testing.T) {
 	// An event on the live network.
 	s.mu.Lock()
 	s.emitTransferLocked(s.nets[confpay.NetworkLive], webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	s.mu.Unlock()
 	var botSide, bobSide, liveSide string
-	for id, e := range s.nets[confpay.NetworkTest].hooks.events {
-		if e.concerns(bot.acct) {
-			botSide = id
+	for _, e := range s.hooks.Events(confpay.NetworkTest, "") {
+		if e.Audience[0] == bot.acct.id {
+			botSide = e.ID
 		} else {
-			bobSide = id
+			bobSide = e.ID
 		}
 	}
-	for id := range s.nets[confpay.NetworkLive].hooks.events {
-		liveSide = id
+	for _, e := range s.hooks.Events(confpay.NetworkLive, "") {
+		liveSide = e.ID
 	}
-	s.mu.Unlock()
 	s.Sync()
 
 	for _, tc := range []struct {
@@ -354,12 +354,8 @@ func TestResetAfterCloseStartsNoWorkers(t *testing.T) {
 	s := NewUnstartedServer()
 	s.Close()
 	s.Reset()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, n := range s.nets {
-		if n.hooks.pool != nil {
-			t.Errorf("%s: a delivery pool is running after Close and Reset", name)
-		}
+	if s.hooks.Running() {
+		t.Error("a delivery pool is running after Close and Reset")
 	}
 }
 

@@ -200,9 +200,7 @@ func whEmit(s *Server, kind string, t *transfer) {
 
 // whSetJitter replaces the retry jitter of s's delivery pool.
 func whSetJitter(s *Server, f func(time.Duration) time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nets[confpay.NetworkTest].hooks.pool.jitter = f
+	s.hooks.SetJitter(f)
 }
 
 // whNoJitter keeps every retry wait nominal.

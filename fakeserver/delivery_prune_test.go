@@ -28,11 +28,13 @@ func TestEventsAndDeliveriesArePruned(t *testing.T) {
 		whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
 	}
 	s.Sync()
-	n := s.nets[confpay.NetworkTest]
 	count := func() (events, deliveries int) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(n.hooks.events), len(n.hooks.subs[w.WebhookID].deliveries)
+		for _, d := range s.hooks.DeliveryRecords(confpay.NetworkTest, alice.acct.id) {
+			if d.WebhookID == w.WebhookID {
+				deliveries++
+			}
+		}
+		return s.hooks.EventCount(confpay.NetworkTest), deliveries
 	}
 	if e, d := count(); e != 3 || d != 3 {
 		t.Fatalf("%d events, %d deliveries before", e, d)

@@ -23,7 +23,7 @@
 // per-key usage, networks selected by the key prefix with fully separate
 // state, KYC gating, recipients, exact amounts, reservations, idempotency,
 // pagination, spend policies and held payments (agents.go, policy.go),
-// webhook subscriptions, signing and retries (events.go, delivery.go), and
+// webhook subscriptions, signing and retries (internal/hooks), and
 // the confidentiality protocol: balance ciphertexts, decryption-proof
 // verification and sealed notes (package decrypt).
 //
@@ -47,7 +47,7 @@
 //	POST   /v1/transfers                                  201 pending, or 202 held for an agent above its threshold
 //	GET    /v1/transfers/{transfer_id}                    sender, recipient, or the owner of an agent party
 //	GET    /v1/transfers                                  limit, offset, status, from, to; newest first; has_more
-//	POST   /v1/webhooks, GET /v1/webhooks                 events.go, webhooks.go
+//	POST   /v1/webhooks, GET /v1/webhooks                 webhooks.go → internal/hooks
 //	DELETE /v1/webhooks/{webhook_id}                      webhooks.go
 //	POST   /v1/webhooks/{webhook_id}/replay/{event_id}    webhooks.go
 //	GET    /v1/webhooks/{webhook_id}/deliveries           webhooks.go

@@ -6,20 +6,20 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
-	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// Events and their fan-out to subscriptions.
+// Events: what the domain operations announce, handed to internal/hooks.
 //
 // An event is one thing that happened, as seen from one side: a transfer
 // between two accounts is two events (direction sent for the payer,
 // received for the payee), each with its own evt_ id, so a receiver that
 // deduplicates by event_id never drops one side because it saw the other.
-// The payload is marshalled once, from the webhookverify structs (the wire
-// format), and those exact bytes are what every attempt and every replay
-// sends and signs.
+// The payload is built from the webhookverify structs (the wire format)
+// on first delivery, from facts that never change, and those exact bytes
+// are what every attempt and every replay sends and signs.
 //
 // An event's audience is the accounts whose subscriptions receive it: the
 // side's account, plus its owner when that account is an agent. Agent
@@ -27,106 +27,62 @@ import (
 // A subscription may replay any event whose audience includes its account
 // on its network.
 //
-// Everything here runs under s.mu: the emit functions are called from
-// domain operations (transfers, agents) that hold it.
+// The emit functions run under s.mu, in the operation that announces the
+// event, so events are recorded in the order they happen; hooks takes its
+// own lock inside.
 
-// hookBook holds one network's subscriptions, events and delivery records.
-// It is guarded by s.mu.
-type hookBook struct {
-	// pool is the server's delivery pool (shared by both networks' books;
-	// set by startDeliveries, nil once stopped).
-	pool *deliveryPool
-
-	subs   map[string]*subscription   // live subscriptions by id
-	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
-	events map[string]*event          // by event id
-	// order is the events in the order they were recorded, for pruning;
-	// lastPrune is when the book was last pruned (server time).
-	order     []*event
-	lastPrune time.Time
-	// deleted maps the id of a deleted subscription to its account, so
-	// that the same account deleting it again answers 204.
-	deleted map[string]*account
-}
-
-func (b *hookBook) init() {
-	b.pool = nil
-	b.subs = map[string]*subscription{}
-	b.byAcct = map[string][]*subscription{}
-	b.events = map[string]*event{}
-	b.order = nil
-	b.lastPrune = time.Time{}
-	b.deleted = map[string]*account{}
-}
-
-// event is one emitted event. Its payload is rendered from immutable facts
-// (the transfer, the side, the id and the instant) when it is first
-// delivered, and those bytes are kept for every later attempt and replay:
-// rendering is deterministic, so an event that is never delivered costs
-// no JSON at all. This keeps a stored transfer small.
-type event struct {
-	id   string
-	kind string
-	at   time.Time
-	// side is the account whose subscriptions receive the event; for a
-	// transfer event its owner's subscriptions do too, when side is an
-	// agent (alsoOwner).
-	side      *account
-	alsoOwner bool
-	// t and received describe a transfer event's side; other is the
-	// payload of any other kind of event, built when it was emitted.
+// transferPayload builds a transfer event's payload for one side. A
+// transfer's parties, asset, hash and id never change after it is created.
+type transferPayload struct {
 	t        *transfer
+	side     *account
 	received bool
-	other    any
-	body     []byte // the JSON payload, rendered on first delivery
 }
 
-// concerns reports whether a's subscriptions may receive e.
-func (e *event) concerns(a *account) bool {
-	return a == e.side || (e.alsoOwner && e.side.owner == a)
+// Build renders the payload (hooks.Payload).
+func (p transferPayload) Build(id, kind string, at time.Time) []byte {
+	t := p.t
+	direction, counterparty := webhookverify.DirectionSent, recipientName(t.toText, t.to, t.toAddr)
+	if p.received {
+		direction, counterparty = webhookverify.DirectionReceived, t.from.handle
+	}
+	return marshalPayload(&webhookverify.TransferEvent{
+		Event:        kind,
+		EventID:      id,
+		Account:      p.side.handle,
+		Direction:    direction,
+		Counterparty: counterparty,
+		Asset:        t.asset,
+		Confidential: t.confidential,
+		TxHash:       t.txHash,
+		TransferID:   t.id,
+		Timestamp:    at,
+	})
 }
 
-// audience lists the accounts whose subscriptions receive e.
-func (e *event) audience() []*account {
-	if e.alsoOwner && e.side.owner != nil {
-		return []*account{e.side, e.side.owner}
-	}
-	return []*account{e.side}
-}
+// fixedPayload is a payload built when the event was emitted.
+type fixedPayload struct{ v any }
 
-// payload returns the exact bytes every attempt sends and signs.
-func (e *event) payload() []byte {
-	if e.body != nil {
-		return e.body
-	}
-	v := e.other
-	if e.t != nil {
-		t := e.t
-		direction, counterparty := webhookverify.DirectionSent, recipientName(t.toText, t.to, t.toAddr)
-		if e.received {
-			direction, counterparty = webhookverify.DirectionReceived, t.from.handle
-		}
-		v = &webhookverify.TransferEvent{
-			Event:        e.kind,
-			EventID:      e.id,
-			Account:      e.side.handle,
-			Direction:    direction,
-			Counterparty: counterparty,
-			Asset:        t.asset,
-			Confidential: t.confidential,
-			TxHash:       t.txHash,
-			TransferID:   t.id,
-			Timestamp:    e.at,
-		}
-	}
+// Build renders the payload (hooks.Payload).
+func (p fixedPayload) Build(string, string, time.Time) []byte { return marshalPayload(p.v) }
+
+func marshalPayload(v any) []byte {
 	body, err := json.Marshal(v)
 	if err != nil {
 		// The payloads are plain structs of strings, bools and times:
 		// marshalling cannot fail.
 		panic("fakeserver: cannot encode an event payload")
 	}
-	e.body = body
 	return body
+}
+
+// audience is who receives events about a: a, and its owner when a is an
+// agent.
+func audience(a *account) [2]string {
+	if a.owner != nil {
+		return [2]string{a.id, a.owner.id}
+	}
+	return [2]string{a.id}
 }
 
 // recipientName is how an event names a payment's recipient: as the
@@ -147,9 +103,9 @@ func recipientName(text string, a *account, addr common.Address) string {
 // external wallet has no side.
 func (s *Server) emitTransferLocked(n *network, kind string, t *transfer) {
 	now := s.clock.Now()
-	s.recordEventLocked(n, &event{id: names.NewID("evt_"), kind: kind, at: now, side: t.from, alsoOwner: true, t: t})
+	s.hooks.Emit(n.name, hooks.Event{ID: names.NewID("evt_"), Kind: kind, At: now, Audience: audience(t.from), Payload: transferPayload{t: t, side: t.from}})
 	if t.to != nil {
-		s.recordEventLocked(n, &event{id: names.NewID("evt_"), kind: kind, at: now, side: t.to, alsoOwner: true, t: t, received: true})
+		s.hooks.Emit(n.name, hooks.Event{ID: names.NewID("evt_"), Kind: kind, At: now, Audience: audience(t.to), Payload: transferPayload{t: t, side: t.to, received: true}})
 	}
 }
 
@@ -181,7 +137,7 @@ func (s *Server) emitAgentTransactionLocked(n *network, kind string, h *heldTx) 
 		ev.TxHash = h.transfer.txHash
 		ev.TransferID = h.transfer.id
 	}
-	s.recordEventLocked(n, &event{id: id, kind: kind, at: now, side: owner, other: ev})
+	s.hooks.Emit(n.name, hooks.Event{ID: id, Kind: kind, At: now, Audience: [2]string{owner.id}, Payload: fixedPayload{ev}})
 }
 
 // emitPolicyUpdatedLocked emits agent.policy.updated to the owner. changed
@@ -196,7 +152,7 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 	if changed == nil {
 		changed = []string{}
 	}
-	s.recordEventLocked(n, &event{id: id, kind: webhookverify.KindAgentPolicyUpdated, at: now, side: owner, other: &webhookverify.PolicyUpdatedEvent{
+	s.hooks.Emit(n.name, hooks.Event{ID: id, Kind: webhookverify.KindAgentPolicyUpdated, At: now, Audience: [2]string{owner.id}, Payload: fixedPayload{&webhookverify.PolicyUpdatedEvent{
 		Event:         webhookverify.KindAgentPolicyUpdated,
 		EventID:       id,
 		Account:       owner.handle,
@@ -204,69 +160,5 @@ func (s *Server) emitPolicyUpdatedLocked(n *network, agent *account, changed []s
 		PolicyID:      agent.spendPolicyID(),
 		ChangedFields: append([]string(nil), changed...),
 		Timestamp:     now,
-	}})
-}
-
-// recordEventLocked records the event and starts a delivery to every live
-// subscription of its audience that subscribed to its kind.
-func (s *Server) recordEventLocked(n *network, e *event) {
-	b := &n.hooks
-	b.pruneLocked(e.at)
-	b.events[e.id] = e
-	b.order = append(b.order, e)
-	for _, a := range e.audience() {
-		for _, sub := range b.byAcct[a.id] {
-			if sub.wants(e.kind) {
-				s.startDeliveryLocked(n, sub, e, triggerEvent)
-			}
-		}
-	}
-}
-
-// pruneInterval is how often (server time) a book drops what left the
-// history window: often enough that memory stays flat, rarely enough that
-// the cost of a pass is spread over many events.
-const pruneInterval = time.Hour
-
-// pruneLocked drops the events and delivery records older than the 30-day
-// history window at now (nothing can list, replay or retry them any more),
-// at most once per pruneInterval. A delivery still pending is kept, and
-// so is its event.
-func (b *hookBook) pruneLocked(now time.Time) {
-	if now.Sub(b.lastPrune) < pruneInterval && !now.Before(b.lastPrune) {
-		return
-	}
-	b.lastPrune = now
-	cutoff := now.Add(-historyWindow)
-	keep := map[*event]bool{}
-	for _, sub := range b.subs {
-		i := 0
-		for ; i < len(sub.deliveries); i++ {
-			d := sub.deliveries[i]
-			if !d.createdAt.Before(cutoff) || d.status == confpay.DeliveryPending {
-				break
-			}
-		}
-		if i > 0 {
-			clear(sub.deliveries[:i])
-			sub.deliveries = append(sub.deliveries[:0:0], sub.deliveries[i:]...)
-		}
-		for _, d := range sub.deliveries {
-			if d.status == confpay.DeliveryPending {
-				keep[d.ev] = true
-			}
-		}
-	}
-	i := 0
-	for ; i < len(b.order); i++ {
-		e := b.order[i]
-		if !e.at.Before(cutoff) || keep[e] {
-			break
-		}
-		delete(b.events, e.id)
-	}
-	if i > 0 {
-		clear(b.order[:i])
-		b.order = append(b.order[:0:0], b.order[i:]...)
-	}
+	}}})
 }

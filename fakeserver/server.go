@@ -19,6 +19,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
@@ -39,22 +40,26 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // # Locking
 //
 // s.mu guards every piece of domain state: accounts, keys, both networks'
-// ledgers, transfers, agents, held payments, subscriptions, events and
-// delivery records. A domain operation (pay.go for the money path; the
-// direct API; the few queries of the handlers' operations) takes s.mu once,
-// decides and mutates, and lets go; check-and-reserve is always one
-// critical section. Handlers never lock.
+// ledgers, transfers, agents and held payments. A domain operation (pay.go
+// for the money path; the direct API; the few queries of the handlers'
+// operations) takes s.mu once, decides and mutates, and lets go;
+// check-and-reserve is always one critical section. Webhooks
+// (subscriptions, events, deliveries) live in internal/hooks under its own
+// lock: the /v1/webhooks handlers call it without s.mu, and its delivery
+// workers never take s.mu.
 //
 // Lock order: a lock may be taken while holding the locks to its left,
 // never the other way round.
 //
-//	clock.run → Server.mu → {assetBook.mu, deliveryPool.mu, clock.mu, clock.busyMu}
+//	clock.run → Server.mu → hooks.mu → {hooks pool.mu, assetBook.mu, clock.mu, clock.busyMu}
 //
 // clock.run is held while timers run, and a timer (a confirmation, an
-// expiry, a retry) takes Server.mu: so Advance, Set and Sync are never
-// called with Server.mu held. The locks in braces are leaves: nothing is
-// called while one is held. idempotencyStore.mu, faultScript.mu and
-// selfAddrs.mu are taken alone, never with another lock held.
+// expiry, a retry) takes Server.mu or hooks.mu: so Advance, Set and Sync
+// are never called with either held. An operation emits its events under
+// s.mu (hooks.Emit takes hooks.mu inside), so events are recorded in the
+// order they happen. The locks in braces are leaves: nothing is called
+// while one is held. idempotency's, faultScript.mu and selfAddrs.mu are
+// taken alone, never with another lock held.
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
@@ -81,7 +86,8 @@ type Server struct {
 
 	maxHeld int // payments waiting for a decision per agent and network
 
-	assets     *assetBook // assets.go; kept by Reset
+	assets     *assetBook   // assets.go; kept by Reset
+	hooks      *hooks.Hooks // webhooks, both networks (delivery.go)
 	faults     faultScript
 	idempotent *idempotency.Store
 
@@ -102,7 +108,6 @@ type network struct {
 	ledger    *ledger.Ledger
 	transfers transferBook // transfers.go
 	held      heldBook     // agents.go
-	hooks     hookBook     // events.go, delivery.go
 }
 
 // Option configures a Server.
@@ -239,6 +244,7 @@ func NewUnstartedServer(opts ...Option) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.hooks = s.newHooks()
 	s.resetLocked()
 	s.handler = hookHandler(s.routes())
 	return s
@@ -305,7 +311,7 @@ func (s *Server) Close() {
 			s.hs.close()
 		}
 		s.clock.Close()
-		s.stopDeliveries()
+		s.hooks.Close()
 	})
 }
 
@@ -318,7 +324,7 @@ func (s *Server) Client(apiKey string, opts ...confpay.Option) (*confpay.Client,
 // Reset empties the server: no accounts, keys, balances, transfers, faults
 // or subscriptions. The clock keeps its time.
 func (s *Server) Reset() {
-	s.stopDeliveries()
+	s.hooks.Stop() // outside s.mu: it waits for the workers
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
@@ -347,15 +353,10 @@ func (s *Server) resetLocked() {
 		n.ledger = ledger.New()
 		n.transfers.init()
 		n.held.init()
-		n.hooks.init()
 	}
 	s.faults.reset()
 	s.idempotent.Reset()
-	select {
-	case <-s.closing: // a closed server starts no workers again
-	default:
-		s.startDeliveries()
-	}
+	s.hooks.Reset() // a closed server's hooks start no workers again
 }
 
 // ---- routing ----

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
@@ -16,53 +16,9 @@ import (
 // The /v1/webhooks handlers: subscriptions, deliveries and replay.
 
 const (
-	// maxSubscriptions is how many subscriptions one account may hold on
-	// one network.
-	maxSubscriptions = 16
 	// maxURLBytes bounds a subscription URL.
 	maxURLBytes = 2048
 )
-
-// subscription is one account's webhook endpoint on one network. Guarded
-// by s.mu.
-type subscription struct {
-	id        string
-	net       *network
-	acct      *account
-	url       string
-	events    []string // as given, in order
-	secret    confpay.Secret
-	createdAt time.Time
-	// deliveries in creation order (the list shows them newest first).
-	deliveries []*delivery
-	// inFlight is set while an attempt to this subscription is queued or
-	// under way; waiting holds the attempts due meanwhile, in order.
-	inFlight bool
-	waiting  []deliveryJob
-}
-
-// wants reports whether sub subscribed to kind.
-func (sub *subscription) wants(kind string) bool {
-	for _, k := range sub.events {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}
-
-func (sub *subscription) view() *confpay.Webhook {
-	events := make([]confpay.EventKind, len(sub.events))
-	for i, e := range sub.events {
-		events[i] = confpay.EventKind(e)
-	}
-	return &confpay.Webhook{
-		WebhookID: sub.id,
-		URL:       sub.url,
-		Events:    events,
-		CreatedAt: sub.createdAt,
-	}
-}
 
 // webhookCreate is a validated POST /v1/webhooks body.
 type webhookCreate struct {
@@ -169,14 +125,19 @@ func checkEventKinds(events []string) *apiError {
 	return nil
 }
 
-// subscriptionLocked finds the caller's live subscription on the caller's
-// network: anything else is 404, exactly like an unknown id.
-func (s *Server) subscriptionLocked(c *call) (*subscription, *apiError) {
-	sub, ok := c.net.hooks.subs[c.r.PathValue("webhook_id")]
-	if !ok || sub.acct != c.acct {
-		return nil, errNotFound("no such webhook")
+// hooksError turns an error of internal/hooks into the answer. A
+// subscription of another account is exactly like an unknown id.
+func hooksError(err error) error {
+	switch err {
+	case hooks.ErrTooMany:
+		return newError(http.StatusBadRequest, confpay.CodeInvalidRequest,
+			"an account may have at most "+strconv.Itoa(hooks.MaxSubscriptions)+" webhook subscriptions per network; delete one first")
+	case hooks.ErrNoWebhook:
+		return errNotFound("no such webhook")
+	case hooks.ErrNoEvent:
+		return errNotFound("no such event for this webhook's account")
 	}
-	return sub, nil
+	return err
 }
 
 // handleCreateWebhook answers POST /v1/webhooks
@@ -189,67 +150,24 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 	if apiErr := s.checkNotSelf(c.r.Context(), u, c.r); apiErr != nil {
 		return 0, nil, apiErr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := &c.net.hooks
-	if len(b.byAcct[c.acct.id]) >= maxSubscriptions {
-		return 0, nil, newError(http.StatusBadRequest, confpay.CodeInvalidRequest,
-			"an account may have at most "+strconv.Itoa(maxSubscriptions)+" webhook subscriptions per network; delete one first")
+	secret := confpay.Secret("whsec_" + names.Random(names.Base62, 32))
+	w, err := s.hooks.Subscribe(c.net.name, c.acct.id, req.url, req.events, secret)
+	if err != nil {
+		return 0, nil, hooksError(err)
 	}
-	sub := &subscription{
-		id:        names.NewID("wh_"),
-		net:       c.net,
-		acct:      c.acct,
-		url:       req.url,
-		events:    req.events,
-		secret:    confpay.Secret("whsec_" + names.Random(names.Base62, 32)),
-		createdAt: s.clock.Now(),
-	}
-	b.subs[sub.id] = sub
-	b.byAcct[c.acct.id] = append(b.byAcct[c.acct.id], sub)
-	w := sub.view()
-	w.Secret = sub.secret
+	w.Secret = secret
 	return http.StatusCreated, w, nil
 }
 
 // handleListWebhooks answers GET /v1/webhooks
 func (s *Server) handleListWebhooks(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	subs := c.net.hooks.byAcct[c.acct.id]
-	out := confpay.WebhookList{Webhooks: make([]*confpay.Webhook, 0, len(subs))}
-	for _, sub := range subs {
-		out.Webhooks = append(out.Webhooks, sub.view())
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, confpay.WebhookList{Webhooks: s.hooks.Subscriptions(c.net.name, c.acct.id)}, nil
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}
 func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := &c.net.hooks
-	if owner, ok := b.deleted[c.r.PathValue("webhook_id")]; ok && owner == c.acct {
-		return http.StatusNoContent, nil, nil // deleted before, by this account
-	}
-	sub, apiErr := s.subscriptionLocked(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	delete(b.subs, sub.id)
-	b.deleted[sub.id] = sub.acct
-	list := b.byAcct[sub.acct.id]
-	for i, x := range list {
-		if x == sub {
-			b.byAcct[sub.acct.id] = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	sub.dropWaitingLocked()
-	for _, d := range sub.deliveries {
-		if d.status == confpay.DeliveryPending {
-			d.cancelLocked()
-		}
+	if err := s.hooks.Unsubscribe(c.net.name, c.acct.id, c.r.PathValue("webhook_id")); err != nil {
+		return 0, nil, hooksError(err)
 	}
 	return http.StatusNoContent, nil, nil
 }
@@ -260,51 +178,18 @@ func (s *Server) handleDeliveries(c *call) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, apiErr := s.subscriptionLocked(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
+	list, err := s.hooks.Deliveries(c.net.name, c.acct.id, c.r.PathValue("webhook_id"), limit, offset)
+	if err != nil {
+		return 0, nil, hooksError(err)
 	}
-	// Newest first, the last 30 days: limit items after skipping offset.
-	since := s.clock.Now().Add(-historyWindow)
-	out := confpay.DeliveryList{Deliveries: []*confpay.Delivery{}}
-	skipped := 0
-	for i := len(sub.deliveries) - 1; i >= 0; i-- {
-		d := sub.deliveries[i]
-		if d.createdAt.Before(since) {
-			continue
-		}
-		if skipped < offset {
-			skipped++
-			continue
-		}
-		if len(out.Deliveries) == limit {
-			out.HasMore = true
-			break
-		}
-		out.Deliveries = append(out.Deliveries, d.view())
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, list, nil
 }
 
 // handleReplay answers POST /v1/webhooks/{webhook_id}/replay/{event_id}
 func (s *Server) handleReplay(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, apiErr := s.subscriptionLocked(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
+	r, err := s.hooks.Replay(c.net.name, c.acct.id, c.r.PathValue("webhook_id"), c.r.PathValue("event_id"))
+	if err != nil {
+		return 0, nil, hooksError(err)
 	}
-	e, ok := c.net.hooks.events[c.r.PathValue("event_id")]
-	if !ok || !e.concerns(sub.acct) {
-		return 0, nil, errNotFound("no such event for this webhook's account")
-	}
-	d := s.startDeliveryLocked(c.net, sub, e, triggerReplay)
-	return http.StatusAccepted, &confpay.Replay{
-		DeliveryID: d.id,
-		EventID:    e.id,
-		WebhookID:  sub.id,
-		Status:     confpay.DeliveryPending,
-	}, nil
+	return http.StatusAccepted, r, nil
 }

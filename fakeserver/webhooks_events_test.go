@@ -284,22 +284,22 @@ func TestEmitWithoutSubscribersRecordsTheEvent(t *testing.T) {
 	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
 	tr := whTransfer(s, alice.acct, bob.acct)
 	whEmit(s, webhookverify.KindTransferConfirmed, tr)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	evs := s.nets[confpay.NetworkTest].hooks.events
+	evs := s.hooks.Events(confpay.NetworkTest, "")
 	if len(evs) != 2 {
 		t.Fatalf("%d events recorded, want 2 (one per side)", len(evs))
 	}
-	for id, e := range evs {
-		if e.body != nil {
-			t.Errorf("event %s was rendered with nobody subscribed", id)
+	for _, e := range evs {
+		if e.Built {
+			t.Errorf("event %s was rendered with nobody subscribed", e.ID)
 		}
 		var m map[string]any
-		if err := json.Unmarshal(e.payload(), &m); err != nil || m["event_id"] != id {
-			t.Fatalf("event %s body %s", id, e.payload())
+		if err := json.Unmarshal(e.Payload, &m); err != nil || m["event_id"] != e.ID {
+			t.Fatalf("event %s body %s", e.ID, e.Payload)
 		}
-		if again := e.payload(); &again[0] != &e.body[0] {
-			t.Errorf("event %s rendered twice", id)
+	}
+	for i, e := range s.hooks.Events(confpay.NetworkTest, "") {
+		if !e.Built || &e.Payload[0] != &evs[i].Payload[0] {
+			t.Errorf("event %s rendered twice", e.ID)
 		}
 	}
 }

@@ -19,8 +19,10 @@ import (
 //
 // Advance moves time forward timer by timer: each timer runs with Now equal
 // to its own deadline, and after each step the clock waits until the work
-// that step started (tracked with Track) has finished. So a test that
-// advances 24 hours sees every retry at its exact scheduled instant.
+// that step started (tracked with Track) has finished, or has run past the
+// limit it was tracked with. So a test that advances 24 hours sees every
+// retry at its exact scheduled instant, and a receiver that never answers
+// holds a clock call no longer than its delivery timeout.
 //
 // Lock discipline: c.mu guards the queue and the time; it is never held
 // while a timer function runs. c.run serialises the running of timers, so
@@ -36,9 +38,12 @@ type Clock struct {
 
 	run sync.Mutex // held while timers run
 
-	busyMu sync.Mutex
-	busy   int
-	idle   *sync.Cond
+	// work is the tracked work under way, in the order it was tracked
+	// (so by deadline: every item of one clock has the same limit);
+	// changed is closed and replaced whenever an item ends.
+	busyMu  sync.Mutex
+	work    []*work
+	changed chan struct{}
 
 	wake chan struct{} // real mode: the queue head changed
 	stop chan struct{}
@@ -46,16 +51,13 @@ type Clock struct {
 
 // NewVirtual returns a clock standing at start.
 func NewVirtual(start time.Time) *Clock {
-	c := &Clock{virtual: true, now: start.UTC()}
-	c.idle = sync.NewCond(&c.busyMu)
-	return c
+	return &Clock{virtual: true, now: start.UTC(), changed: make(chan struct{})}
 }
 
 // NewReal returns a clock that follows the wall clock and fires timers
 // from a goroutine until Close is called.
 func NewReal() *Clock {
-	c := &Clock{wake: make(chan struct{}, 1), stop: make(chan struct{})}
-	c.idle = sync.NewCond(&c.busyMu)
+	c := &Clock{wake: make(chan struct{}, 1), stop: make(chan struct{}), changed: make(chan struct{})}
 	go c.loop()
 	return c
 }
@@ -180,7 +182,15 @@ func (c *Clock) RunDue() {
 // target already and stays where the wall clock is.
 func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 	for {
-		c.WaitIdle()
+		if c.virtual {
+			c.WaitIdle()
+		} else {
+			// A real clock's own timers keep firing while the call
+			// waits for deliveries: nothing else is held up by them.
+			c.run.Unlock()
+			c.WaitIdle()
+			c.run.Lock()
+		}
 		c.mu.Lock()
 		if len(c.queue) == 0 || c.queue[0].when.After(target) {
 			if exact || target.After(c.nowLocked()) {
@@ -211,33 +221,83 @@ func (c *Clock) setLocked(t time.Time) {
 	c.offset = t.Sub(time.Now().UTC())
 }
 
+// work is one tracked piece of work: done once it ended; deadline is the
+// wall-clock instant after which WaitIdle stops waiting for it (zero: no
+// limit).
+type work struct {
+	done     bool
+	deadline time.Time
+}
+
 // Track marks asynchronous work as under way (for example a webhook
-// delivery started by a timer); call the returned function when it is done.
-// Advance, Set, RunDue and WaitIdle wait for tracked work.
-func (c *Clock) Track() (done func()) {
+// delivery started by a timer); call the returned function when it is
+// done. Advance, Set, RunDue and WaitIdle wait for tracked work, but for
+// at most limit of real time from now (limit <= 0: as long as it takes),
+// so that work which hangs (a receiver that never answers) holds no clock
+// call longer than that.
+func (c *Clock) Track(limit time.Duration) (done func()) {
+	w := &work{}
+	if limit > 0 {
+		w.deadline = time.Now().Add(limit)
+	}
 	c.busyMu.Lock()
-	c.busy++
+	c.work = append(c.work, w)
 	c.busyMu.Unlock()
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			c.busyMu.Lock()
-			c.busy--
-			if c.busy == 0 {
-				c.idle.Broadcast()
-			}
-			c.busyMu.Unlock()
-		})
+		c.busyMu.Lock()
+		defer c.busyMu.Unlock()
+		if w.done {
+			return
+		}
+		w.done = true
+		// Forget the ended work at the front, so that a clock nobody
+		// waits on (a real one) keeps no record of it.
+		i := 0
+		for i < len(c.work) && c.work[i].done {
+			i++
+		}
+		clear(c.work[:i])
+		c.work = c.work[i:]
+		close(c.changed)
+		c.changed = make(chan struct{})
 	}
 }
 
-// WaitIdle blocks until no tracked work is under way.
+// WaitIdle blocks until no tracked work is under way, leaving out work
+// past its limit.
 func (c *Clock) WaitIdle() {
-	c.busyMu.Lock()
-	for c.busy > 0 {
-		c.idle.Wait()
+	for {
+		c.busyMu.Lock()
+		now := time.Now()
+		// Drop what ended or ran out of time from the front; work
+		// behind the first live item waits for its turn.
+		i := 0
+		for ; i < len(c.work); i++ {
+			w := c.work[i]
+			if !w.done && (w.deadline.IsZero() || now.Before(w.deadline)) {
+				break
+			}
+		}
+		clear(c.work[:i])
+		c.work = c.work[i:]
+		if len(c.work) == 0 {
+			c.work = nil
+			c.busyMu.Unlock()
+			return
+		}
+		head, changed := c.work[0], c.changed
+		c.busyMu.Unlock()
+		if head.deadline.IsZero() {
+			<-changed
+			continue
+		}
+		t := time.NewTimer(head.deadline.Sub(now))
+		select {
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	c.busyMu.Unlock()
 }
 
 // fire runs the timers of a real clock that are due now, without waiting

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -77,7 +78,7 @@ func TestClockWaitsForTrackedWork(t *testing.T) {
 	var done atomic.Int32
 	for i := range 4 {
 		c.At(c.Now().Add(time.Duration(i+1)*time.Second), func(time.Time) {
-			finish := c.Track()
+			finish := c.Track(0)
 			go func() {
 				defer finish()
 				for range 100 {
@@ -129,7 +130,7 @@ func TestRealClock(t *testing.T) {
 
 	// It fires due timers even while tracked work (a slow webhook
 	// receiver, say) is still under way.
-	done := c.Track()
+	done := c.Track(0)
 	fired2 := make(chan struct{})
 	c.At(c.Now().Add(10*time.Millisecond), func(time.Time) { close(fired2) })
 	select {
@@ -144,5 +145,86 @@ func TestRealClock(t *testing.T) {
 	c.Advance(time.Hour)
 	if d := c.Now().Sub(before); d < time.Hour || d > time.Hour+time.Second {
 		t.Fatalf("Advance(1h) moved the clock %v", d)
+	}
+}
+
+// TestWaitIdleGivesUpAtTheLimit: work that never ends holds a clock call
+// for its limit and no longer (a webhook receiver that never answers must
+// not stall the server's clock); work that ends in time is waited for.
+func TestWaitIdleGivesUpAtTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewVirtual(testStart)
+		defer c.Close()
+		start := time.Now()
+		c.Track(10 * time.Second) // never done
+		finish := c.Track(10 * time.Second)
+		go func() {
+			time.Sleep(3 * time.Second)
+			finish()
+		}()
+		c.Advance(time.Minute)
+		if waited := time.Since(start); waited != 10*time.Second {
+			t.Fatalf("Advance waited %v for work that never ends, want the 10s limit", waited)
+		}
+		if got := c.Now(); !got.Equal(testStart.Add(time.Minute)) {
+			t.Fatalf("the clock stands at %v after the wait, want %v", got, testStart.Add(time.Minute))
+		}
+
+		// Work tracked without a limit is waited for however long it takes.
+		finish = c.Track(0)
+		go func() {
+			time.Sleep(time.Hour)
+			finish()
+		}()
+		start = time.Now()
+		c.RunDue()
+		if waited := time.Since(start); waited != time.Hour {
+			t.Fatalf("RunDue waited %v for unlimited work, want 1h", waited)
+		}
+	})
+}
+
+// TestRealClockFiresTimersWhileACallWaits: on a real clock, a clock call
+// waiting for tracked work (a slow receiver) does not hold up the timers
+// that fall due meanwhile (another account's confirmation).
+func TestRealClockFiresTimersWhileACallWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewReal()
+		defer c.Close()
+		finish := c.Track(10 * time.Second)
+		fired := make(chan time.Duration, 1)
+		start := time.Now()
+		c.At(c.Now().Add(time.Second), func(time.Time) { fired <- time.Since(start) })
+		returned := make(chan struct{})
+		go func() {
+			c.RunDue() // waits for the tracked work
+			close(returned)
+		}()
+		if d := <-fired; d != time.Second {
+			t.Fatalf("the timer fired after %v, want 1s (on time, while RunDue waited)", d)
+		}
+		select {
+		case <-returned:
+			t.Fatal("RunDue returned before the tracked work ended")
+		default:
+		}
+		time.Sleep(time.Second)
+		finish()
+		<-returned
+	})
+}
+
+// TestTrackForgetsEndedWork: a clock that no call waits on keeps no
+// record of the work that ended.
+func TestTrackForgetsEndedWork(t *testing.T) {
+	c := NewVirtual(testStart)
+	for range 1000 {
+		c.Track(time.Second)()
+	}
+	c.busyMu.Lock()
+	n := len(c.work)
+	c.busyMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d ended items kept", n)
 	}
 }

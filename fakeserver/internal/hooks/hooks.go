@@ -1,0 +1,665 @@
+// Package hooks is the fakeserver's webhook machinery: subscriptions, the
+// event log, delivery records, the pool of delivery workers and the retry
+// schedule, for both networks.
+//
+// It has its own lock, taken by every exported method; it never calls into
+// the server, so the server may call it while holding its own lock (the
+// lock order is server → hooks → pool), and the delivery workers never
+// wait for the server. It knows accounts only by id.
+//
+// An event is one thing that happened, as seen from one side: its audience
+// is the accounts whose subscriptions receive it. Its payload is built
+// lazily, on first delivery, from facts that never change, and those exact
+// bytes are what every attempt and every replay sends and signs.
+//
+// Deliveries: each attempt is a real HTTP POST made by a worker outside the
+// lock. Attempts to one subscription are made one at a time, in the order
+// they fall due. Workers are shared fairly: accounts take turns, and one
+// account's receivers never occupy more than half the workers, so a
+// receiver that never answers delays nobody else's deliveries.
+//
+// Every attempt is tracked on the clock from the moment it is due until
+// its answer is recorded, but for no longer than the delivery timeout plus
+// a second, so a virtual-clock test sees each retry at its exact instant
+// and a receiver that hangs holds a clock call for at most its timeout.
+package hooks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+)
+
+const (
+	// MaxSubscriptions is how many subscriptions one account may hold on
+	// one network.
+	MaxSubscriptions = 16
+	// HistoryWindow is how far back the deliveries list reaches, and how
+	// long events and delivery records are kept.
+	HistoryWindow = 30 * 24 * time.Hour
+	// RetryWindow is how long after its first attempt a delivery is tried.
+	RetryWindow = 24 * time.Hour
+	// pruneInterval is how often (server time) the log drops what left
+	// the history window: often enough that memory stays flat, rarely
+	// enough that a pass is spread over many events.
+	pruneInterval = time.Hour
+	// trackSlack is how much longer than the delivery timeout a clock
+	// call waits for an attempt: its answer is recorded just after.
+	trackSlack = time.Second
+)
+
+// retryIntervals are the waits after attempts 1 to 6.
+var retryIntervals = [...]time.Duration{
+	5 * time.Second,
+	5 * time.Minute,
+	30 * time.Minute,
+	2 * time.Hour,
+	5 * time.Hour,
+	10 * time.Hour,
+}
+
+// maxAttempts counts the first attempt, the six retries and the last one at
+// the 24 h mark.
+const maxAttempts = len(retryIntervals) + 2
+
+// Errors of the subscription operations; the server turns them into
+// answers.
+var (
+	ErrTooMany   = errors.New("hooks: the account holds the most subscriptions it may")
+	ErrNoWebhook = errors.New("hooks: no such subscription for this account")
+	ErrNoEvent   = errors.New("hooks: no such event for this subscription's account")
+)
+
+// Payload builds an event's JSON payload. It is called at most once per
+// event (the bytes are kept), outside any lock, so it must read only facts
+// that never change.
+type Payload interface {
+	Build(id, kind string, at time.Time) []byte
+}
+
+// Event is one event to record and deliver.
+type Event struct {
+	ID   string
+	Kind string
+	At   time.Time
+	// Audience is the ids of the accounts whose subscriptions receive
+	// the event: one, or two ("" for none).
+	Audience [2]string
+	Payload  Payload
+}
+
+// Config is how a Hooks delivers.
+type Config struct {
+	Clock   *clock.Clock
+	Timeout time.Duration // how long a receiver has to answer
+	Workers int           // the size of the delivery pool
+	// Jitter turns a nominal retry wait into the actual one (nil: ±10 %).
+	Jitter func(time.Duration) time.Duration
+	// Transport makes the POSTs (it dials, guards and holds TLS config).
+	Transport http.RoundTripper
+	Log       *slog.Logger
+}
+
+// Hooks holds both networks' subscriptions, events and deliveries.
+type Hooks struct {
+	cfg Config
+
+	mu     sync.Mutex
+	books  map[confpay.Network]*book
+	pool   *pool // nil while stopped
+	closed bool  // Close was called: no pool starts again
+}
+
+// book is one network's share.
+type book struct {
+	subs   map[string]*subscription   // live subscriptions by id
+	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
+	events map[string]*event          // by id
+	// order is the events in the order they were recorded, for pruning;
+	// lastPrune is when the book was last pruned (server time).
+	order     []*event
+	lastPrune time.Time
+	// deleted maps the id of a deleted subscription to its account, so
+	// that the same account deleting it again succeeds.
+	deleted map[string]string
+}
+
+func newBook() *book {
+	return &book{
+		subs:    map[string]*subscription{},
+		byAcct:  map[string][]*subscription{},
+		events:  map[string]*event{},
+		deleted: map[string]string{},
+	}
+}
+
+// event is a recorded event.
+type event struct {
+	Event
+	body []byte // the payload, built on first delivery
+}
+
+func (e *event) concerns(acct string) bool {
+	return acct != "" && (e.Audience[0] == acct || e.Audience[1] == acct)
+}
+
+// subscription is one account's endpoint on one network.
+type subscription struct {
+	id        string
+	acct      string
+	url       string
+	events    []string
+	secret    confpay.Secret
+	createdAt time.Time
+	// deliveries in creation order (the list shows them newest first).
+	deliveries []*delivery
+	// inFlight is set while an attempt to this subscription is queued or
+	// under way; waiting holds the attempts due meanwhile, in order.
+	inFlight bool
+	waiting  []job
+}
+
+func (sub *subscription) wants(kind string) bool {
+	for _, k := range sub.events {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+func (sub *subscription) view() *confpay.Webhook {
+	events := make([]confpay.EventKind, len(sub.events))
+	for i, e := range sub.events {
+		events[i] = confpay.EventKind(e)
+	}
+	return &confpay.Webhook{WebhookID: sub.id, URL: sub.url, Events: events, CreatedAt: sub.createdAt}
+}
+
+// delivery is the record of one event's delivery to one subscription.
+type delivery struct {
+	id        string
+	sub       *subscription
+	ev        *event
+	trigger   confpay.DeliveryTrigger
+	createdAt time.Time
+
+	status         confpay.DeliveryStatus
+	attempts       int // attempts started
+	responseStatus int // last HTTP status, 0 for none
+	firstAttemptAt time.Time
+	lastAttemptAt  time.Time
+	nextAttemptAt  *time.Time
+
+	timer     *clock.Timer       // the scheduled retry, if any
+	abort     context.CancelFunc // cancels the attempt in flight, if any
+	cancelled bool               // subscription deleted or hooks stopped
+}
+
+func (d *delivery) view() *confpay.Delivery {
+	v := &confpay.Delivery{
+		DeliveryID:     d.id,
+		EventID:        d.ev.ID,
+		Event:          confpay.EventKind(d.ev.Kind),
+		Status:         d.status,
+		Attempts:       d.attempts,
+		RetryCount:     max(0, d.attempts-1),
+		ResponseStatus: d.responseStatus,
+		Trigger:        d.trigger,
+	}
+	if d.attempts > 0 {
+		t := d.lastAttemptAt
+		v.LastAttemptAt = &t
+	}
+	if d.nextAttemptAt != nil {
+		t := *d.nextAttemptAt
+		v.NextAttemptAt = &t
+	}
+	return v
+}
+
+// cancelLocked stops every further attempt of d.
+func (d *delivery) cancelLocked() {
+	d.cancelled = true
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	if d.abort != nil {
+		d.abort()
+	}
+	if d.status == confpay.DeliveryPending {
+		d.status = confpay.DeliveryFailed
+	}
+	d.nextAttemptAt = nil
+}
+
+// New returns hooks with empty books and a running pool.
+func New(cfg Config) *Hooks {
+	if cfg.Jitter == nil {
+		cfg.Jitter = defaultJitter
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Workers = max(1, cfg.Workers)
+	h := &Hooks{cfg: cfg}
+	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	h.pool = h.startPool()
+	return h
+}
+
+// Subscribe adds a subscription of acct on net to url for the kinds in
+// events, signed with secret.
+func (h *Hooks) Subscribe(net confpay.Network, acct, url string, events []string, secret confpay.Secret) (*confpay.Webhook, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.books[net]
+	if len(b.byAcct[acct]) >= MaxSubscriptions {
+		return nil, ErrTooMany
+	}
+	sub := &subscription{
+		id:        names.NewID("wh_"),
+		acct:      acct,
+		url:       url,
+		events:    append([]string(nil), events...),
+		secret:    secret,
+		createdAt: h.cfg.Clock.Now(),
+	}
+	b.subs[sub.id] = sub
+	b.byAcct[acct] = append(b.byAcct[acct], sub)
+	return sub.view(), nil
+}
+
+// Subscriptions lists acct's live subscriptions on net, oldest first.
+func (h *Hooks) Subscriptions(net confpay.Network, acct string) []*confpay.Webhook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.books[net].byAcct[acct]
+	out := make([]*confpay.Webhook, 0, len(subs))
+	for _, sub := range subs {
+		out = append(out, sub.view())
+	}
+	return out
+}
+
+// AllSubscriptions returns every live subscription on net by id.
+func (h *Hooks) AllSubscriptions(net confpay.Network) map[string]confpay.Webhook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]confpay.Webhook{}
+	for id, sub := range h.books[net].subs {
+		out[id] = *sub.view()
+	}
+	return out
+}
+
+// Unsubscribe deletes acct's subscription id on net and cancels its
+// pending deliveries. Deleting it again succeeds; any other id is
+// ErrNoWebhook.
+func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.books[net]
+	if owner, ok := b.deleted[id]; ok && owner == acct {
+		return nil
+	}
+	sub, ok := b.subs[id]
+	if !ok || sub.acct != acct {
+		return ErrNoWebhook
+	}
+	delete(b.subs, id)
+	b.deleted[id] = acct
+	list := b.byAcct[acct]
+	for i, x := range list {
+		if x == sub {
+			b.byAcct[acct] = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	sub.dropWaitingLocked()
+	for _, d := range sub.deliveries {
+		if d.status == confpay.DeliveryPending {
+			d.cancelLocked()
+		}
+	}
+	return nil
+}
+
+// Deliveries lists the delivery records of acct's subscription id on net
+// from the history window, newest first: limit of them after skipping
+// offset, and whether more follow.
+func (h *Hooks) Deliveries(net confpay.Network, acct, id string, limit, offset int) (confpay.DeliveryList, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := confpay.DeliveryList{Deliveries: []*confpay.Delivery{}}
+	sub, ok := h.books[net].subs[id]
+	if !ok || sub.acct != acct {
+		return out, ErrNoWebhook
+	}
+	since := h.cfg.Clock.Now().Add(-HistoryWindow)
+	skipped := 0
+	for i := len(sub.deliveries) - 1; i >= 0; i-- {
+		d := sub.deliveries[i]
+		if d.createdAt.Before(since) {
+			continue
+		}
+		if skipped < offset {
+			skipped++
+			continue
+		}
+		if len(out.Deliveries) == limit {
+			out.HasMore = true
+			break
+		}
+		out.Deliveries = append(out.Deliveries, d.view())
+	}
+	return out, nil
+}
+
+// Replay sends event eventID again to acct's subscription id on net, as a
+// new delivery.
+func (h *Hooks) Replay(net confpay.Network, acct, id, eventID string) (*confpay.Replay, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.books[net]
+	sub, ok := b.subs[id]
+	if !ok || sub.acct != acct {
+		return nil, ErrNoWebhook
+	}
+	e, ok := b.events[eventID]
+	if !ok || !e.concerns(acct) {
+		return nil, ErrNoEvent
+	}
+	d := h.startDeliveryLocked(sub, e, confpay.TriggerReplay)
+	return &confpay.Replay{DeliveryID: d.id, EventID: e.ID, WebhookID: sub.id, Status: confpay.DeliveryPending}, nil
+}
+
+// Emit records e on net and starts a delivery to every live subscription
+// of its audience that subscribed to its kind.
+func (h *Hooks) Emit(net confpay.Network, e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.books[net]
+	b.pruneLocked(e.At)
+	ev := &event{Event: e}
+	b.events[e.ID] = ev
+	b.order = append(b.order, ev)
+	for i, acct := range e.Audience {
+		if acct == "" || (i == 1 && acct == e.Audience[0]) {
+			continue
+		}
+		for _, sub := range b.byAcct[acct] {
+			if sub.wants(e.Kind) {
+				h.startDeliveryLocked(sub, ev, confpay.TriggerEvent)
+			}
+		}
+	}
+}
+
+// EventCount is how many events net's log holds.
+func (h *Hooks) EventCount(net confpay.Network) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.books[net].events)
+}
+
+// Stop cancels every pending retry and in-flight attempt and waits for the
+// workers to exit; the records stay. Close also keeps Reset from starting
+// workers again. Neither may be called with a lock held that a timer
+// takes.
+func (h *Hooks) Stop() { h.stop(false) }
+
+// Close stops the hooks for good.
+func (h *Hooks) Close() { h.stop(true) }
+
+func (h *Hooks) stop(final bool) {
+	h.mu.Lock()
+	if final {
+		h.closed = true
+	}
+	p := h.pool
+	h.pool = nil
+	for _, b := range h.books {
+		for _, sub := range b.subs {
+			sub.dropWaitingLocked()
+			for _, d := range sub.deliveries {
+				if d.status == confpay.DeliveryPending {
+					d.cancelLocked()
+				}
+			}
+		}
+	}
+	if p != nil {
+		p.cancel()
+	}
+	h.mu.Unlock()
+	if p != nil {
+		p.stop()
+	}
+}
+
+// Reset empties both books and starts the workers again (unless closed).
+// Call Stop first so that no attempt of the old state is in flight.
+func (h *Hooks) Reset() {
+	h.Stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	if !h.closed {
+		h.pool = h.startPool()
+	}
+}
+
+// startDeliveryLocked records a new delivery of e to sub and makes its
+// first attempt due now.
+func (h *Hooks) startDeliveryLocked(sub *subscription, e *event, trigger confpay.DeliveryTrigger) *delivery {
+	now := h.cfg.Clock.Now()
+	d := &delivery{
+		id:            names.NewID("dlv_"),
+		sub:           sub,
+		ev:            e,
+		trigger:       trigger,
+		createdAt:     now,
+		status:        confpay.DeliveryPending,
+		nextAttemptAt: &now,
+	}
+	sub.deliveries = append(sub.deliveries, d)
+	h.dispatchLocked(d)
+	return d
+}
+
+// dispatchLocked makes d's next attempt due now: it goes to the pool, or
+// waits behind the attempt to the same subscription under way.
+func (h *Hooks) dispatchLocked(d *delivery) {
+	if h.pool == nil || d.cancelled {
+		return
+	}
+	j := job{d: d, done: h.cfg.Clock.Track(h.cfg.Timeout + trackSlack)}
+	sub := d.sub
+	if sub.inFlight {
+		sub.waiting = append(sub.waiting, j)
+		return
+	}
+	sub.inFlight = true
+	h.pool.enqueue(sub.acct, j)
+}
+
+// handOnLocked passes sub's turn to its next waiting attempt, if any.
+func (h *Hooks) handOnLocked(sub *subscription) {
+	if h.pool == nil {
+		sub.dropWaitingLocked()
+	}
+	if len(sub.waiting) == 0 {
+		sub.inFlight = false
+		return
+	}
+	j := sub.waiting[0]
+	sub.waiting[0] = job{}
+	sub.waiting = sub.waiting[1:]
+	h.pool.enqueue(sub.acct, j)
+}
+
+// dropWaitingLocked forgets sub's waiting attempts.
+func (sub *subscription) dropWaitingLocked() {
+	for _, j := range sub.waiting {
+		j.done()
+	}
+	sub.waiting = nil
+}
+
+// attempt makes one delivery attempt: bookkeeping under the lock, the POST
+// outside it, then the answer, the next step and the subscription's next
+// waiting attempt under the lock.
+func (h *Hooks) attempt(p *pool, j job) {
+	d := j.d
+	h.mu.Lock()
+	if d.cancelled || h.pool != p {
+		h.handOnLocked(d.sub)
+		h.mu.Unlock()
+		j.done()
+		return
+	}
+	start := h.cfg.Clock.Now()
+	d.attempts++
+	if d.attempts == 1 {
+		d.firstAttemptAt = start
+	}
+	d.lastAttemptAt = start
+	d.nextAttemptAt = nil
+	ctx, cancel := context.WithTimeout(p.ctx, h.cfg.Timeout)
+	d.abort = cancel
+	body := d.ev.body
+	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
+	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
+	subID, deliveryID := d.sub.id, d.id
+	h.mu.Unlock()
+
+	if body == nil {
+		body = payload.Build(out.eventID, kind, at)
+	}
+	out.body = body
+	code := p.post(ctx, &out)
+	cancel()
+	h.cfg.Log.Debug("webhook delivery attempt",
+		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,
+		"attempt", out.attempt, "response_status", code)
+
+	h.mu.Lock()
+	if d.ev.body == nil {
+		d.ev.body = body
+	}
+	d.abort = nil
+	d.responseStatus = code
+	h.recordLocked(p, d, start, code)
+	h.handOnLocked(d.sub)
+	h.mu.Unlock()
+	j.done()
+}
+
+// recordLocked applies an attempt's answer: success, failure, or the next
+// attempt on the clock.
+func (h *Hooks) recordLocked(p *pool, d *delivery, start time.Time, code int) {
+	if d.cancelled || h.pool != p {
+		return
+	}
+	if code >= 200 && code < 300 {
+		d.status = confpay.DeliverySucceeded
+		return
+	}
+	next, ok := retryAt(d.firstAttemptAt, start, d.attempts, h.cfg.Jitter)
+	if !ok {
+		d.status = confpay.DeliveryFailed
+		return
+	}
+	d.nextAttemptAt = &next
+	d.timer = h.cfg.Clock.At(next, func(time.Time) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		d.timer = nil
+		h.dispatchLocked(d)
+	})
+}
+
+// pruneLocked drops the events and delivery records older than the history
+// window at now, at most once per pruneInterval. A delivery still pending
+// is kept, and so is its event.
+func (b *book) pruneLocked(now time.Time) {
+	if now.Sub(b.lastPrune) < pruneInterval && !now.Before(b.lastPrune) {
+		return
+	}
+	b.lastPrune = now
+	cutoff := now.Add(-HistoryWindow)
+	keep := map[*event]bool{}
+	for _, sub := range b.subs {
+		i := 0
+		for ; i < len(sub.deliveries); i++ {
+			d := sub.deliveries[i]
+			if !d.createdAt.Before(cutoff) || d.status == confpay.DeliveryPending {
+				break
+			}
+		}
+		if i > 0 {
+			clear(sub.deliveries[:i])
+			sub.deliveries = append(sub.deliveries[:0:0], sub.deliveries[i:]...)
+		}
+		for _, d := range sub.deliveries {
+			if d.status == confpay.DeliveryPending {
+				keep[d.ev] = true
+			}
+		}
+	}
+	i := 0
+	for ; i < len(b.order); i++ {
+		e := b.order[i]
+		if !e.At.Before(cutoff) || keep[e] {
+			break
+		}
+		delete(b.events, e.ID)
+	}
+	if i > 0 {
+		clear(b.order[:i])
+		b.order = append(b.order[:0:0], b.order[i:]...)
+	}
+}
+
+// defaultJitter moves d by a uniformly random amount within ±10 %.
+func defaultJitter(d time.Duration) time.Duration {
+	span := int64(d) / 10
+	if span <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(2*span+1)-span)
+}
+
+// NoJitter is a Jitter that keeps every wait at its nominal length.
+func NoJitter(d time.Duration) time.Duration { return d }
+
+// retryAt says when the attempt after attempt number done (which started
+// at last; the first started at first) is due, or false when done was the
+// last. jitter turns a nominal wait into the actual one.
+func retryAt(first, last time.Time, done int, jitter func(time.Duration) time.Duration) (time.Time, bool) {
+	deadline := first.Add(RetryWindow)
+	if done >= maxAttempts || !last.Before(deadline) {
+		return time.Time{}, false
+	}
+	if done > len(retryIntervals) {
+		return deadline, true
+	}
+	next := last.Add(jitter(retryIntervals[done-1]))
+	if next.Before(last) {
+		next = last
+	}
+	if next.After(deadline) {
+		next = deadline
+	}
+	return next, true
+}
