@@ -257,3 +257,48 @@ func TestClientPanicsWithoutKey(t *testing.T) {
 	}()
 	srv.Client("hc_nope_nothunter2")
 }
+
+// BenchmarkTransferCreateInMemory is BenchmarkTransferCreateLoopback
+// through HTTPClient, on a server without listener: run both in one
+// invocation to compare.
+func BenchmarkTransferCreateInMemory(b *testing.B) {
+	srv, key := benchTransferServer(b, fakeserver.WithoutListener())
+	benchPostWith(b, srv.HTTPClient(), srv.URL()+"/v1/transfers", key, http.StatusCreated)
+}
+
+// BenchmarkAccountMeLoopback and BenchmarkAccountMeInMemory compare the
+// transports on a call whose handler costs little (GET /v1/accounts/me),
+// where the transport is most of the round trip.
+func BenchmarkAccountMeLoopback(b *testing.B) {
+	srv, key := benchTransferServer(b)
+	benchGet(b, benchClient(), srv.URL()+"/v1/accounts/me", key)
+}
+
+func BenchmarkAccountMeInMemory(b *testing.B) {
+	srv, key := benchTransferServer(b, fakeserver.WithoutListener())
+	benchGet(b, srv.HTTPClient(), srv.URL()+"/v1/accounts/me", key)
+}
+
+// benchGet sends GETs from parallel goroutines and checks for 200.
+func benchGet(b *testing.B, hc *http.Client, url, key string) {
+	defer hc.CloseIdleConnections()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
