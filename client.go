@@ -37,11 +37,19 @@ const (
 )
 
 // Retry timing. The wait before retry n (counting from 0) is
-// 0.5 s · 2^n with ±25 % jitter, capped at maxBackoff. A Retry-After header
-// on the answer replaces it, clamped to maxRetryAfter.
+// base · 2^n with ±25 % jitter, capped at max: by default
+// DefaultRetryBackoffBase and DefaultRetryBackoffMax (WithRetryBackoff
+// changes both). A Retry-After header on the answer replaces it, clamped
+// to maxRetryAfter.
 const (
-	baseBackoff   = 500 * time.Millisecond
-	maxBackoff    = 8 * time.Second
+	// DefaultRetryBackoffBase is the wait before the first retry, before
+	// jitter (see WithRetryBackoff).
+	DefaultRetryBackoffBase = 500 * time.Millisecond
+	// DefaultRetryBackoffMax caps every backoff wait (see WithRetryBackoff).
+	DefaultRetryBackoffMax = 8 * time.Second
+
+	baseBackoff   = DefaultRetryBackoffBase
+	maxBackoff    = DefaultRetryBackoffMax
 	maxRetryAfter = 30 * time.Second
 )
 
@@ -97,6 +105,7 @@ type clientConfig struct {
 	uaSuffix     string
 	logger       *slog.Logger
 	insecureHTTP bool
+	backoff      backoff
 }
 
 // WithBaseURL sets the service's address, such as a fakeserver's
@@ -126,6 +135,18 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *clientConfig) { c.h
 // WithMaxRetries sets how many times a failed attempt is retried (default 2;
 // 0 disables retries).
 func WithMaxRetries(n int) Option { return func(c *clientConfig) { c.maxRetries = n } }
+
+// WithRetryBackoff sets the wait before each retry: base · 2^n before retry
+// n (from 0), with ±25 % jitter, never more than max (default 0.5 s and
+// 8 s). base must be at least 0 and max at least base; base 0 retries at
+// once. A Retry-After header on the answer still replaces the backoff (up
+// to 30 s): the server asked for that wait. Tests use a small backoff,
+// such as WithRetryBackoff(time.Millisecond, 10*time.Millisecond), so that
+// a retried transport error costs milliseconds; the client a fakeserver
+// hands out (fakeserver.Server.Client) has one already.
+func WithRetryBackoff(base, max time.Duration) Option {
+	return func(c *clientConfig) { c.backoff = backoff{base: base, max: max} }
+}
 
 // WithTimeout bounds each attempt, from sending the request to reading the
 // answer's body (default 30 s; 0 means no bound). A timed-out attempt is
@@ -160,7 +181,7 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 		}
 	}
 
-	cfg := clientConfig{baseURL: DefaultBaseURL, maxRetries: DefaultMaxRetries, timeout: DefaultTimeout}
+	cfg := clientConfig{baseURL: DefaultBaseURL, maxRetries: DefaultMaxRetries, timeout: DefaultTimeout, backoff: defaultBackoff}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -181,6 +202,9 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 	}
 	if cfg.timeout < 0 {
 		return nil, errors.New("confpay: timeout must be at least 0")
+	}
+	if cfg.backoff.base < 0 || cfg.backoff.max < cfg.backoff.base {
+		return nil, errors.New("confpay: WithRetryBackoff: base must be at least 0 and max at least base")
 	}
 	if !validHeaderValue(cfg.uaSuffix) {
 		return nil, errors.New("confpay: user agent suffix holds control characters")
@@ -222,7 +246,7 @@ func NewClient(apiKey string, opts ...Option) (*Client, error) {
 		httpClient: &hc,
 		maxRetries: cfg.maxRetries,
 		logger:     cfg.logger,
-		wait:       retryWait,
+		wait:       cfg.backoff.wait,
 	}
 	c.rc = &retryablehttp.Client{
 		HTTPClient:   c.httpClient,
@@ -672,16 +696,24 @@ func retryable(resp *http.Response, err error) bool {
 	return false
 }
 
-// retryWait is the default backoff before retry n (from 0): the answer's
-// Retry-After when it has one (clamped to 30 s), else 0.5 s·2^n with ±25 %
-// jitter, capped at 8 s.
-func retryWait(n int, resp *http.Response) time.Duration {
+// backoff is the wait before a retry: base·2^n ±25 %, capped at max.
+type backoff struct{ base, max time.Duration }
+
+// defaultBackoff is 0.5 s·2^n, capped at 8 s.
+var defaultBackoff = backoff{base: baseBackoff, max: maxBackoff}
+
+// retryWait is the default wait before retry n (from 0).
+func retryWait(n int, resp *http.Response) time.Duration { return defaultBackoff.wait(n, resp) }
+
+// wait is the wait before retry n (from 0): the answer's Retry-After when
+// it has one (clamped to 30 s), else the backoff.
+func (b backoff) wait(n int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return d
 		}
 	}
-	return backoffDelay(n, randN)
+	return b.delay(n, randN)
 }
 
 // randN returns a uniform random duration in [0, n).
@@ -695,15 +727,19 @@ func randN(n time.Duration) time.Duration {
 	return time.Duration(v % uint64(n))
 }
 
-// backoffDelay is 0.5 s·2^n ±25 %, capped at 8 s; random(n) must return a
+// delay is base·2^n ±25 %, capped at max; random(n) must return a
 // duration in [0, n).
-func backoffDelay(n int, random func(time.Duration) time.Duration) time.Duration {
-	base := maxBackoff
-	if n < 5 {
-		base = baseBackoff << n
+func (b backoff) delay(n int, random func(time.Duration) time.Duration) time.Duration {
+	d := b.base
+	for i := 0; i < n && d < b.max; i++ {
+		d = min(d, b.max/2) * 2 // never past max·2: no overflow
 	}
-	d := base - base/4 + random(base/2+1)
-	return min(d, maxBackoff)
+	d = min(d, b.max)
+	lo, r := d-d/4, random(d/2+1)
+	if r > b.max-lo { // past the cap (compared so as not to overflow)
+		return b.max
+	}
+	return lo + r
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date. The

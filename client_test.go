@@ -66,6 +66,8 @@ func TestNewClientOptions(t *testing.T) {
 		{"base with credentials", WithBaseURL("https://user:hunter2@example.com"), "base URL"},
 		{"negative retries", WithMaxRetries(-1), "max retries"},
 		{"negative timeout", WithTimeout(-time.Second), "timeout"},
+		{"negative backoff", WithRetryBackoff(-time.Millisecond, time.Second), "WithRetryBackoff"},
+		{"backoff cap under base", WithRetryBackoff(time.Second, time.Millisecond), "WithRetryBackoff"},
 		{"bad user agent", WithUserAgent("app\r\nX-Evil: 1"), "user agent"},
 	} {
 		c, err := NewClient(testKey, tc.opt)

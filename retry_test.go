@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -280,7 +281,7 @@ func TestBackoffDelay(t *testing.T) {
 	lowest := func(time.Duration) time.Duration { return 0 }
 	highest := func(n time.Duration) time.Duration { return n - 1 }
 	for n, base := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second} {
-		lo, hi := backoffDelay(n, lowest), backoffDelay(n, highest)
+		lo, hi := defaultBackoff.delay(n, lowest), defaultBackoff.delay(n, highest)
 		if lo != base*3/4 {
 			t.Errorf("retry %d: lowest %v, want %v", n, lo, base*3/4)
 		}
@@ -288,7 +289,7 @@ func TestBackoffDelay(t *testing.T) {
 			t.Errorf("retry %d: highest %v, want %v", n, hi, want)
 		}
 	}
-	if d := backoffDelay(1000, highest); d != maxBackoff {
+	if d := defaultBackoff.delay(1000, highest); d != maxBackoff {
 		t.Errorf("retry 1000: %v", d)
 	}
 	for range 100 {
@@ -340,4 +341,70 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("parseRetryAfter(%q) = %v, %v", s, d, ok)
 		}
 	})
+}
+
+// TestWithRetryBackoff checks that the option sets the base and the cap of
+// the waits the client uses, that a Retry-After still replaces them, and
+// that no base and cap overflow.
+func TestWithRetryBackoff(t *testing.T) {
+	c, err := NewClient(testKey, WithBaseURL("http://127.0.0.1:1"), WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, base := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond} {
+		for range 50 {
+			if d := c.wait(n, nil); d < base*3/4 || d > min(base*5/4, 50*time.Millisecond) {
+				t.Fatalf("retry %d: wait %v, want %v ±25%% capped at 50ms", n, d, base)
+			}
+		}
+	}
+	resp := &http.Response{Header: http.Header{"Retry-After": {"2"}}}
+	if d := c.wait(0, resp); d != 2*time.Second {
+		t.Errorf("wait with Retry-After: 2 is %v, want 2s", d)
+	}
+	z, err := NewClient(testKey, WithRetryBackoff(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := z.wait(3, nil); d != 0 {
+		t.Errorf("zero backoff waits %v", d)
+	}
+	highest := func(n time.Duration) time.Duration { return n - 1 }
+	huge := backoff{base: time.Nanosecond, max: 1<<63 - 1}
+	for _, n := range []int{0, 10, 62, 63, 64, 1000} {
+		if d := huge.delay(n, highest); d <= 0 || d > huge.max {
+			t.Errorf("retry %d with a huge cap: %v", n, d)
+		}
+	}
+}
+
+// TestRetryBackoffEndToEnd retries a dropped connection twice through the
+// real wait (not the test seam) with a 1 ms backoff.
+func TestRetryBackoffEndToEnd(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			resetConn(t, w)
+			return
+		}
+		writeJSON(w, 200, golden(t, "responses/account.json"))
+	}))
+	defer srv.Close()
+	c, err := NewClient(testKey, WithBaseURL(srv.URL), WithRetryBackoff(time.Millisecond, 2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	real := c.wait
+	c.wait = func(retry int, resp *http.Response) time.Duration {
+		d := real(retry, resp)
+		waits = append(waits, d)
+		return d
+	}
+	if _, err := c.Accounts.Me(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 2 || waits[0] > 2*time.Millisecond || waits[1] > 2*time.Millisecond {
+		t.Errorf("waits %v, want two of at most 2ms", waits)
+	}
 }

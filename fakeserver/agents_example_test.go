@@ -20,7 +20,7 @@ func Example_agentApproval() {
 
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	_, _ = srv.CreateAccount(fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
-	owner, _ := srv.Client(alice.TestKey.Reveal())
+	owner := srv.Client(alice.TestKey)
 
 	daily, perTx, threshold := confpay.MustParseLimit("500"), confpay.MustParseLimit("100"), confpay.MustParseLimit("20")
 	agent, err := owner.Agents.Create(ctx, &confpay.AgentCreateParams{
@@ -38,7 +38,7 @@ func Example_agentApproval() {
 	// The dashboard's job: fund the agent and give it a key.
 	_ = srv.Fund(agent.AccountID, confpay.NetworkTest, "USDG", "200")
 	key, _ := srv.IssueKey(agent.AccountID, confpay.NetworkTest, "shopper")
-	bot, _ := srv.Client(key.APIKey.Reveal())
+	bot := srv.Client(key.APIKey)
 
 	pay := func(amount string) (*confpay.Transfer, error) {
 		return bot.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount(amount)})

@@ -53,10 +53,7 @@ func newAgentsFixture(t *testing.T, opts ...fakeserver.Option) *agentsFixture {
 // client returns an SDK client for key that does not retry.
 func (f *agentsFixture) client(key string, opts ...confpay.Option) *confpay.Client {
 	f.t.Helper()
-	c, err := f.srv.Client(key, append([]confpay.Option{confpay.WithMaxRetries(0)}, opts...)...)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	c := f.srv.Client(confpay.Secret(key), append([]confpay.Option{confpay.WithMaxRetries(0)}, opts...)...)
 	return c
 }
 

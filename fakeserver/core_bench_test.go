@@ -27,6 +27,11 @@ func benchClient() *http.Client {
 func benchPost(b *testing.B, url, key string, want int) {
 	hc := benchClient()
 	defer hc.CloseIdleConnections()
+	benchPostWith(b, hc, url, key, want)
+}
+
+// benchPostWith is benchPost through hc.
+func benchPostWith(b *testing.B, hc *http.Client, url, key string, want int) {
 	var seq atomic.Int64
 	body := `{"to":"@bob","amount":"0.000001"}`
 	b.ReportAllocs()
@@ -57,7 +62,15 @@ func benchPost(b *testing.B, url, key string, want int) {
 // with parallel clients. Compare with BenchmarkBaselineJSONLoopback, run in
 // the same invocation.
 func BenchmarkTransferCreateLoopback(b *testing.B) {
-	srv := fakeserver.New(b)
+	srv, key := benchTransferServer(b)
+	benchPost(b, srv.URL()+"/v1/transfers", key, http.StatusCreated)
+}
+
+// benchTransferServer is a server where @alice (whose test key it returns)
+// can pay @bob a million times.
+func benchTransferServer(b *testing.B, opts ...fakeserver.Option) (*fakeserver.Server, string) {
+	fakeserver.WithoutOpenAPICheck(b)
+	srv := fakeserver.New(b, opts...)
 	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {
 		b.Fatal(err)
@@ -68,7 +81,7 @@ func BenchmarkTransferCreateLoopback(b *testing.B) {
 	if err := srv.Fund("@alice", confpay.NetworkTest, "USDG", "1000000000000"); err != nil {
 		b.Fatal(err)
 	}
-	benchPost(b, srv.URL()+"/v1/transfers", alice.TestKey.Reveal(), http.StatusCreated)
+	return srv, alice.TestKey.Reveal()
 }
 
 // BenchmarkBaselineJSONLoopback is the floor: a minimal net/http handler

@@ -26,7 +26,7 @@ func ExampleNewServer() {
 	_, _ = srv.CreateAccount(fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
 	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "100")
 
-	client, _ := srv.Client(alice.TestKey.Reveal())
+	client := srv.Client(alice.TestKey)
 	ctx := context.Background()
 	tr, err := client.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("12.5")})
 	if err != nil {
@@ -60,7 +60,7 @@ func ExampleServer_AddFault() {
 		Method: "POST", Path: "/v1/transfers", Times: 1,
 		Action: fakeserver.FaultError, Status: 503, RetryAfter: confpay.Ptr(0),
 	})
-	client, _ := srv.Client(alice.TestKey.Reveal())
+	client := srv.Client(alice.TestKey)
 	var resp confpay.Response
 	_, err := client.Transfers.Create(context.Background(),
 		&confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")}, confpay.WithResponse(&resp))
@@ -80,7 +80,7 @@ func ExampleServer_proof() {
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "42.000001")
 
-	client, _ := srv.Client(alice.TestKey.Reveal())
+	client := srv.Client(alice.TestKey)
 	ctx := context.Background()
 	plain, _ := client.Accounts.Balances(ctx, nil)
 	fmt.Println(plain[0].Asset, *plain[0].Nonzero, plain[0].Amount == nil)

@@ -64,10 +64,7 @@ func cSDK(t testing.TB, srv *fakeserver.Server, key string, rec *leakcheck.Recor
 	if rec != nil {
 		opts = append(opts, confpay.WithHTTPClient(rec.Client()))
 	}
-	c, err := srv.Client(key, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := srv.Client(confpay.Secret(key), opts...)
 	return c
 }
 

@@ -107,10 +107,7 @@ func newWHParty(t testing.TB, s *Server, handle string) *whParty {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Client(info.TestKey.Reveal(), confpay.WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.Client(info.TestKey, confpay.WithMaxRetries(0))
 	s.mu.Lock()
 	a := s.accounts[info.AccountID]
 	s.mu.Unlock()
@@ -140,10 +137,7 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Client(k.APIKey.Reveal(), confpay.WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.Client(k.APIKey, confpay.WithMaxRetries(0))
 	return &whParty{acct: a, client: c}
 }
 

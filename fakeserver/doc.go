@@ -8,7 +8,7 @@
 //	srv := fakeserver.New(t) // listens on 127.0.0.1:0, closed when the test ends
 //	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 //	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "100")
-//	client, _ := srv.Client(alice.TestKey.Reveal())
+//	client := srv.Client(alice.TestKey)
 //	// ... use client; srv.Advance(time.Second) confirms what was sent.
 //
 // Servers share nothing: New is safe in parallel tests. Outside tests,

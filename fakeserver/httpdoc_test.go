@@ -170,10 +170,7 @@ func TestHTTPDocRuns(t *testing.T) {
 	// calls made.
 	fill := map[string]func() string{
 		"AQE…": func() string {
-			c, err := srv.Client(alice.TestKey, confpay.WithMaxRetries(0))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := srv.Client(confpay.Secret(alice.TestKey), confpay.WithMaxRetries(0))
 			bs, err := c.Accounts.Balances(t.Context(), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -70,7 +70,12 @@ func listenLoopback(h http.Handler) *loopback {
 			panic("fakeserver: cannot listen on a loopback port: " + err.Error())
 		}
 	}
-	l := &loopback{url: "http://" + ln.Addr().String(), addr: ln.Addr()}
+	return serveOn(ln, "http://"+ln.Addr().String(), h)
+}
+
+// serveOn serves h on ln with a plain http.Server, known by url.
+func serveOn(ln net.Listener, url string, h http.Handler) *loopback {
+	l := &loopback{url: url, addr: ln.Addr()}
 	l.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.mu.Lock()
 		if l.closed {

@@ -152,10 +152,7 @@ func newLinzHarness(t *testing.T, srv *fakeserver.Server, seed uint64) *linzHarn
 	// The agents, created over /v1 by their owners.
 	for _, a := range []int{mAliceBot, mBobBot} {
 		p := mPolicies[a]
-		owner, err := srv.Client(infos[mOwner[a]].TestKey.Reveal(), confpay.WithMaxRetries(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		owner := srv.Client(infos[mOwner[a]].TestKey, confpay.WithMaxRetries(0))
 		params := confpay.SpendPolicyParams{
 			DailyLimitUSDG:          limitOfMicro(p.daily),
 			PerTransactionLimitUSDG: limitOfMicro(p.perTx),

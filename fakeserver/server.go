@@ -93,6 +93,7 @@ type Server struct {
 
 	handler http.Handler
 	hs      *loopback // set by Start
+	mem     inMemory  // HTTPClient's in-memory server (inmemory.go)
 	self    selfAddrs // the server's own listeners (selfguard.go)
 
 	closing   chan struct{} // closed by Close: held requests give up
@@ -135,6 +136,7 @@ type options struct {
 	// network.
 	maxIdempotencyKeys int
 	seed               func(*Server) (any, error) // WithResetSeed (reset.go)
+	noListener         bool                       // WithoutListener (inmemory.go)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -265,7 +267,10 @@ type Tester interface {
 // servers share nothing.
 func New(t Tester, opts ...Option) *Server {
 	t.Helper()
-	s := NewServer(opts...)
+	s := NewUnstartedServer(opts...)
+	if !s.opts.noListener {
+		s.Start()
+	}
 	t.Cleanup(s.Close)
 	return s
 }
@@ -279,9 +284,11 @@ func (s *Server) Start() {
 }
 
 // URL is the base URL of a started server, such as http://127.0.0.1:41234.
+// A server that does not listen answers InMemoryURL, which only
+// HTTPClient and Client reach.
 func (s *Server) URL() string {
 	if s.hs == nil {
-		return ""
+		return InMemoryURL
 	}
 	return s.hs.url
 }
@@ -310,15 +317,10 @@ func (s *Server) Close() {
 		if s.hs != nil {
 			s.hs.close()
 		}
+		s.mem.close()
 		s.clock.Close()
 		s.hooks.Close()
 	})
-}
-
-// Client returns an SDK client for apiKey wired to this started server.
-func (s *Server) Client(apiKey string, opts ...confpay.Option) (*confpay.Client, error) {
-	all := append([]confpay.Option{confpay.WithBaseURL(s.URL())}, opts...)
-	return confpay.NewClient(apiKey, all...)
 }
 
 // Reset empties the server: no accounts, keys, balances, transfers, faults

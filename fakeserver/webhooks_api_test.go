@@ -28,14 +28,8 @@ func newWHAccount(t *testing.T, srv *fakeserver.Server, handle string) *whAccoun
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := srv.Client(info.TestKey.Reveal(), confpay.WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc, err := srv.Client(info.LiveKey.Reveal(), confpay.WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := srv.Client(info.TestKey, confpay.WithMaxRetries(0))
+	lc := srv.Client(info.LiveKey, confpay.WithMaxRetries(0))
 	return &whAccount{info: info, test: tc, live: lc}
 }
 

@@ -94,10 +94,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := srv.Client(info.TestKey.Reveal(), confpay.WithHTTPClient(rec.Client()), confpay.WithMaxRetries(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := srv.Client(info.TestKey, confpay.WithHTTPClient(rec.Client()), confpay.WithMaxRetries(0))
 		return info, c
 	}
 	aliceInfo, alice := mk("@alice")
@@ -244,10 +241,7 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 	if err := srv.Fund(alice.AccountID, confpay.NetworkTest, "USDG", "10"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := srv.Client(alice.TestKey.Reveal(), confpay.WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := srv.Client(alice.TestKey, confpay.WithMaxRetries(0))
 	k := newWHSink(t, http.StatusInternalServerError)
 	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: confpay.EventKinds()})
 	if err != nil {
@@ -288,10 +282,7 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	ctx := context.Background()
 	rec := leakcheck.New(nil)
 	client := func(key confpay.Secret) *confpay.Client {
-		c, err := srv.Client(key.Reveal(), confpay.WithHTTPClient(rec.Client()), confpay.WithMaxRetries(0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := srv.Client(key, confpay.WithHTTPClient(rec.Client()), confpay.WithMaxRetries(0))
 		return c
 	}
 	aliceInfo, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})

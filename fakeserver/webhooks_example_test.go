@@ -23,7 +23,7 @@ func ExampleServer_webhooks() {
 	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	_, _ = srv.CreateAccount(fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
 	_ = srv.Fund(alice.AccountID, confpay.NetworkTest, "USDG", "100")
-	client, _ := srv.Client(alice.TestKey.Reveal())
+	client := srv.Client(alice.TestKey)
 	ctx := context.Background()
 
 	// The receiver verifies every delivery with the subscription's secret,

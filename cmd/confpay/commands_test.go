@@ -446,7 +446,7 @@ func TestListen(t *testing.T) {
 	if !strings.Contains(stderr.String(), "Deleted webhook") {
 		t.Errorf("listen did not delete its subscription:\n%s", stderr.String())
 	}
-	c, _ := f.srv.Client(f.alice.TestKey.Reveal())
+	c := f.srv.Client(f.alice.TestKey)
 	if hooks, err := c.Webhooks.List(context.Background()); err != nil || len(hooks) != 0 {
 		t.Errorf("subscriptions after listen: %v, %v", hooks, err)
 	}

@@ -97,10 +97,7 @@ func (f *fixture) ok(env map[string]string, args ...string) string {
 // pay sends a payment from alice to bob with the SDK and returns its id.
 func (f *fixture) pay(amount, memo string) string {
 	f.t.Helper()
-	c, err := f.srv.Client(f.alice.TestKey.Reveal())
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	c := f.srv.Client(f.alice.TestKey)
 	tr, err := c.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount(amount), Memo: memo})
 	if err != nil {
 		f.t.Fatal(err)

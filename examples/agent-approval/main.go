@@ -41,10 +41,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if _, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@cloudshop", GenerateEncryptionKey: true}); err != nil {
 		return err
 	}
-	ownerClient, err := srv.Client(owner.TestKey.Reveal())
-	if err != nil {
-		return err
-	}
+	ownerClient := srv.Client(owner.TestKey)
 	ownerKey, err := decrypt.ParsePrivateKeyHex(owner.DecryptionKey.Reveal())
 	if err != nil {
 		return err
@@ -78,10 +75,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := srv.Fund(agent.AccountID, confpay.NetworkTest, confpay.AssetUSDG, "1000"); err != nil {
 		return err
 	}
-	agentClient, err := srv.Client(agentKey.APIKey.Reveal())
-	if err != nil {
-		return err
-	}
+	agentClient := srv.Client(agentKey.APIKey)
 
 	// A small payment goes straight through.
 	small, err := agentClient.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@cloudshop", Amount: confpay.MustParseAmount("20"), Memo: "API credits"})

@@ -38,10 +38,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := srv.Fund("@alice", confpay.NetworkTest, confpay.AssetUSDG, "1000"); err != nil {
 		return err
 	}
-	client, err := srv.Client(alice.TestKey.Reveal())
-	if err != nil {
-		return err
-	}
+	client := srv.Client(alice.TestKey)
 
 	const n = 45
 	for i := 0; i < n; i++ {

@@ -108,10 +108,7 @@ func newParty(srv *fakeserver.Server, handle string) (party, error) {
 	if err != nil {
 		return party{}, err
 	}
-	client, err := srv.Client(info.TestKey.Reveal())
-	if err != nil {
-		return party{}, err
-	}
+	client := srv.Client(info.TestKey)
 	key, err := decrypt.ParsePrivateKeyHex(info.DecryptionKey.Reveal())
 	if err != nil {
 		return party{}, err

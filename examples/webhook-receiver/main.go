@@ -43,10 +43,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := srv.Fund("@alice", confpay.NetworkTest, confpay.AssetUSDG, "50"); err != nil {
 		return err
 	}
-	client, err := srv.Client(alice.TestKey.Reveal())
-	if err != nil {
-		return err
-	}
+	client := srv.Client(alice.TestKey)
 
 	// The receiver listens first, so that the subscription has a URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

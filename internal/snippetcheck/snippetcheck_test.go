@@ -73,6 +73,7 @@ var knownImports = map[string]string{
 	"slog":          "log/slog",
 	"strings":       "strings",
 	"testing":       "testing",
+	"synctest":      "testing/synctest",
 	"time":          "time",
 }
 

@@ -6,7 +6,7 @@
 // runs its flow, and calls Check with the figures it used:
 //
 //	rec := leakcheck.New(nil)
-//	client, _ := srv.Client(key, confpay.WithHTTPClient(rec.Client()))
+//	client := srv.Client(alice.TestKey, confpay.WithHTTPClient(rec.Client()))
 //	... create transfers of "1234.56" ...
 //	rec.Check(t, "1234.56", "1234560000")
 //

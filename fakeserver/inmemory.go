@@ -1,0 +1,177 @@
+package fakeserver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+)
+
+// InMemoryURL is the base URL of a server that does not listen (see
+// WithoutListener): what URL returns for it, and what Client uses. Only
+// HTTPClient reaches it; any other client fails to connect (port 0 of
+// loopback accepts nothing), so a request can never leave the process by
+// mistake. Being loopback, it needs no confpay.WithInsecureHTTP.
+const InMemoryURL = "http://127.0.0.1:0"
+
+// Retry backoff of the SDK client that Client returns: milliseconds, so
+// that a test of a retried transport error stays fast without synctest.
+const (
+	ClientRetryBackoffBase = time.Millisecond
+	ClientRetryBackoffMax  = 10 * time.Millisecond
+)
+
+// WithoutListener makes New leave the server without any listener, like
+// NewUnstartedServer: it is reached only in memory, through HTTPClient and
+// Client (its URL is InMemoryURL). Inside a testing/synctest bubble a
+// server must not listen: a goroutine waiting on a real socket is not
+// durably blocked, so the bubble's clock would never move.
+func WithoutListener() Option { return func(o *options) { o.noListener = true } }
+
+// HTTPClient returns an *http.Client that reaches this server in memory,
+// whether or not it listens: requests to any host go to Handler with no
+// socket, through a real net/http client and server over in-memory
+// connections, so everything behaves as over loopback (connection faults,
+// Content-Length, streamed bodies, the request's context and timeouts, a
+// panicking handler). Use it with URL, or with InMemoryURL on a server
+// that does not listen. Every call returns the same client; Close closes
+// its connections.
+//
+// It works inside a testing/synctest bubble when the server was created
+// there with WithoutListener: every goroutine it starts waits on channels,
+// so the bubble's fake clock runs the SDK's retry backoff and the caller's
+// timeouts without wall time.
+//
+// It is our own transport, not Go 1.27's httptest.NewTestServer: that one
+// imports the testing package, which a program using fakeserver (the
+// binary) must not link, and it does not exist on Go 1.26.
+func (s *Server) HTTPClient() *http.Client { return s.mem.client(s.handler) }
+
+// Client returns an SDK client acting with key on this server through
+// HTTPClient, with a retry backoff of milliseconds (ClientRetryBackoffBase,
+// ClientRetryBackoffMax) and confpay.DefaultTimeout per attempt. Options
+// are applied after those, so they can change any of them:
+// confpay.WithRetryBackoff for the SDK's real backoff, or
+// confpay.WithHTTPClient for another transport (the requests then go to
+// URL, so the server must listen). It panics if the SDK refuses key or an option, which is a
+// mistake in the test; the message never holds the key.
+func (s *Server) Client(key confpay.Secret, opts ...confpay.Option) *confpay.Client {
+	hc := *s.HTTPClient()
+	hc.Timeout = confpay.DefaultTimeout
+	all := append([]confpay.Option{
+		confpay.WithBaseURL(s.URL()),
+		confpay.WithHTTPClient(&hc),
+		confpay.WithRetryBackoff(ClientRetryBackoffBase, ClientRetryBackoffMax),
+	}, opts...)
+	c, err := confpay.NewClient(key.Reveal(), all...)
+	if err != nil {
+		panic("fakeserver: Client: " + err.Error())
+	}
+	return c
+}
+
+// inMemory is the server HTTPClient talks to: a plain http.Server on an
+// in-memory listener, started on first use.
+type inMemory struct {
+	mu     sync.Mutex
+	ln     *memListener
+	srv    *loopback
+	hc     *http.Client
+	closed bool
+}
+
+// client starts the in-memory server on first use and returns its client.
+func (m *inMemory) client(h http.Handler) *http.Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hc != nil {
+		return m.hc
+	}
+	m.ln = newMemListener()
+	if m.closed { // a closed server refuses every connection
+		_ = m.ln.Close()
+	}
+	m.srv = serveOn(m.ln, InMemoryURL, h)
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return m.ln.dial(ctx) },
+		MaxIdleConns:        100,
+		MaxIdleConnsPerHost: 100,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	m.hc = &http.Client{Transport: tr}
+	return m.hc
+}
+
+// close stops the in-memory server: no new connection, every open one
+// closed, the requests in flight waited for.
+func (m *inMemory) close() {
+	m.mu.Lock()
+	m.closed = true
+	srv, hc := m.srv, m.hc
+	m.mu.Unlock()
+	if srv != nil {
+		srv.close() // closes the listener too
+		hc.CloseIdleConnections()
+	}
+}
+
+// memListener is a net.Listener whose connections are in-memory pipes.
+type memListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newMemListener() *memListener {
+	return &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// errRefused is what dialing a closed in-memory server returns, as a
+// closed port would.
+var errRefused = &net.OpError{Op: "dial", Net: "memory", Addr: memAddr{}, Err: syscall.ECONNREFUSED}
+
+// dial hands one end of a new pipe to Accept and returns the other.
+func (l *memListener) dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+		_ = client.Close()
+		_ = server.Close()
+		return nil, ctx.Err()
+	}
+	_ = client.Close()
+	_ = server.Close()
+	return nil, errRefused
+}
+
+// Accept waits for the next dial.
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close makes Accept and dial fail from now on.
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr is the listener's address: not a TCP one, so the server's guard
+// against delivering webhooks to itself (selfguard.go) ignores it.
+func (l *memListener) Addr() net.Addr { return memAddr{} }
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "memory" }
+func (memAddr) String() string  { return "fakeserver" }
