@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
-	"github.com/confpay/confpay-go/fakeserver"
 )
 
 func TestRunSeedsServesAndStops(t *testing.T) {
@@ -179,30 +178,4 @@ func TestRunAdminToken(t *testing.T) {
 	if got := status(fromEnv, "bearer env-token-2"); got != 200 {
 		t.Errorf("$%s, right token: %d, want 200", adminTokenEnv, got)
 	}
-}
-
-func FuzzSeedFile(f *testing.F) {
-	for _, s := range []string{
-		`{"accounts":[{"handle":"@alice","generate_encryption_key":true,"balances":{"test":{"USDG":"100"}}}]}`,
-		`{"accounts":[{"handle":"@shop","type":"business","kyc_status":"pending","balances":{"live":{"ETH":"0.5"}}}]}`,
-		`{"accounts":[]}`, `{}`, `{"accounts":[{"handle":"@a"}]}`, `{"accounts":[{"handle":"@bob","balances":{"test":{"USDG":"-1"}}}]}`,
-		`{"accounts":[{"handle":"@bob","encryption_key":"02"}]}`, `{"x":1}`, `{} {}`, `[`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		seed, err := parseSeed(b)
-		if err != nil {
-			return
-		}
-		srv := fakeserver.NewUnstartedServer()
-		defer srv.Close()
-		infos, err := seed.apply(srv)
-		if err != nil {
-			return
-		}
-		if len(infos) != len(seed.Accounts) || len(srv.Accounts()) != len(infos) {
-			t.Fatalf("%d accounts seeded, %d made", len(seed.Accounts), len(infos))
-		}
-	})
 }
