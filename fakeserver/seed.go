@@ -225,7 +225,7 @@ func (s *Server) createAgent(owner, name string, policy json.RawMessage, keys []
 	defer s.mu.Unlock()
 	o, err := s.lookupAccountLocked(owner)
 	if err != nil {
-		return nil, errNotFound("no account " + owner).withParam("owner")
+		return nil, errNotFound("owner " + owner + " is no account").withParam("owner")
 	}
 	a, apiErr := s.createAgentLocked(o, name, pr, policyErr)
 	if apiErr != nil {

@@ -85,11 +85,17 @@ func (s *Server) AddFunds(t Tester, accountRef, asset, amount string) {
 // figures too.
 func (s *Server) Balance(t Tester, accountRef, asset string) confpay.Amount {
 	t.Helper()
-	return s.BalanceOn(t, confpay.NetworkTest, accountRef, asset)
+	return s.balance(t, "Balance", confpay.NetworkTest, accountRef, asset)
 }
 
 // BalanceOn is Balance on network n.
 func (s *Server) BalanceOn(t Tester, n confpay.Network, accountRef, asset string) confpay.Amount {
+	t.Helper()
+	return s.balance(t, "BalanceOn", n, accountRef, asset)
+}
+
+// balance is Balance and BalanceOn; name is the caller's, for messages.
+func (s *Server) balance(t Tester, name string, n confpay.Network, accountRef, asset string) confpay.Amount {
 	t.Helper()
 	books, err := s.Books(accountRef, n)
 	if err == nil {
@@ -104,7 +110,7 @@ func (s *Server) BalanceOn(t Tester, n confpay.Network, accountRef, asset string
 		}
 		err = apiErr
 	}
-	t.Fatalf("fakeserver: Balance(%s, %s, %s): %v", n, accountRef, asset, err)
+	t.Fatalf("fakeserver: %s(%s, %s, %s): %v", name, n, accountRef, asset, err)
 	return confpay.Amount{}
 }
 
