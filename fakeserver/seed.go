@@ -287,9 +287,20 @@ func seedErr(err error, prefix, whole string) *SeedError {
 		if e.body.Param != "" {
 			field = prefix + e.body.Param
 		}
-		return &SeedError{Field: field, Problem: e.body.Message}
+		return &SeedError{Field: field, Problem: problemOf(e)}
 	}
 	return &SeedError{Field: whole, Problem: "could not be created"}
+}
+
+// problemOf is an error's message without the field name it starts with,
+// which the SeedError's Field says in full.
+func problemOf(e *apiError) string {
+	if p := e.body.Param; p != "" {
+		if rest, ok := strings.CutPrefix(e.body.Message, p+" "); ok {
+			return rest
+		}
+	}
+	return e.body.Message
 }
 
 // planSeed checks what can be checked without the lock. It changes
@@ -315,7 +326,7 @@ func (s *Server) planSeed(seed *Seed) (*seedPlan, error) {
 			for _, asset := range assets {
 				units, apiErr := s.assets.parseUnits("amount", asset, b[n][asset])
 				if apiErr != nil {
-					return &SeedError{Field: field + "." + asset, Problem: apiErr.body.Message}
+					return &SeedError{Field: field + "." + asset, Problem: problemOf(apiErr)}
 				}
 				p.funds = append(p.funds, seedFund{field: field + "." + asset, agent: agent, i: i, net: n, asset: asset, units: units})
 			}
@@ -340,7 +351,7 @@ func (s *Server) planSeed(seed *Seed) (*seedPlan, error) {
 		prefix := "agents[" + strconv.Itoa(i) + "]."
 		pr, apiErr := s.parsePolicy(a.SpendPolicy, prefix+"spend_policy.", prefix+"spend_policy")
 		if apiErr != nil {
-			return nil, &SeedError{Field: apiErr.body.Param, Problem: apiErr.body.Message}
+			return nil, &SeedError{Field: apiErr.body.Param, Problem: problemOf(apiErr)}
 		}
 		switch a.Status {
 		case "", confpay.AgentActive, confpay.AgentPaused, confpay.AgentDisabled:
