@@ -100,6 +100,7 @@ type SeedError struct {
 	Problem string
 }
 
+// Error is "seed: " then the field and the problem.
 func (e *SeedError) Error() string {
 	if e.Field == "" {
 		return "seed: " + e.Problem
