@@ -8,7 +8,6 @@ import (
 	"math/big"
 	"net/http"
 	"slices"
-	"strings"
 
 	confpay "github.com/confpay/confpay-go"
 )
@@ -27,11 +26,12 @@ type heldRecord struct {
 	h     *heldTx
 	units *big.Int
 	memo  string
+	seq   int // creation order on the network
 }
 
 // record keeps h for the direct API. s.mu is held.
 func (b *heldBook) record(h *heldTx) {
-	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo}
+	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo, seq: len(b.all)}
 }
 
 // HeldPayment is an agent payment held for its owner's decision, as the
@@ -103,7 +103,8 @@ func (s *Server) HeldPayment(id string) (*HeldPayment, error) {
 }
 
 // HeldPayments returns every payment held on a network for an agent, or
-// for all the agents of an owner, whatever its status, oldest first.
+// for all the agents of an owner, whatever its status, oldest first (in
+// the order they were held).
 func (s *Server) HeldPayments(accountRef string, n confpay.Network) ([]*HeldPayment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,7 +119,7 @@ func (s *Server) HeldPayments(accountRef string, n confpay.Network) ([]*HeldPaym
 		}
 	}
 	slices.SortFunc(mine, func(x, y heldRecord) int {
-		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), strings.Compare(x.h.id, y.h.id))
+		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), cmp.Compare(x.seq, y.seq))
 	})
 	out := make([]*HeldPayment, 0, len(mine))
 	for _, r := range mine {
