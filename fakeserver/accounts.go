@@ -224,6 +224,26 @@ func (a AccountInfo) LogValue() slog.Value {
 // CreateAccount creates a personal or business account with one test and
 // one live API key.
 func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
+	n, apiErr := newAccount(p)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.createAccountLocked(n)
+}
+
+// newAccountParams is a checked AccountParams with its encryption key,
+// made outside the lock.
+type newAccountParams struct {
+	p    AccountParams
+	pub  *decrypt.PublicKey
+	priv *decrypt.PrivateKey // set only when generated here
+}
+
+// newAccount checks p, fills its defaults and makes (or parses) its
+// encryption key. It changes nothing.
+func newAccount(p AccountParams) (*newAccountParams, *apiError) {
 	if !names.IsHandle(p.Handle) {
 		return nil, errInvalid("handle", "handle must be @ then 3 to 20 of A-Z a-z 0-9 _")
 	}
@@ -240,8 +260,7 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 	if !validKYC(p.KYCStatus) {
 		return nil, errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
 	}
-	var pub *decrypt.PublicKey
-	var priv *decrypt.PrivateKey
+	n := &newAccountParams{p: p}
 	switch {
 	case p.EncryptionKey != "" && p.GenerateEncryptionKey:
 		return nil, errInvalid("encryption_key", "give encryption_key or generate_encryption_key, not both")
@@ -250,17 +269,21 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 		if err != nil {
 			return nil, errInvalid("encryption_key", "encryption_key must be the hex of a 33-byte compressed secp256k1 point")
 		}
-		pub = k
+		n.pub = k
 	case p.GenerateEncryptionKey:
 		k, err := decrypt.GenerateKey(nil)
 		if err != nil {
-			return nil, err
+			return nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not generate an encryption key")
 		}
-		priv, pub = k, k.PublicKey()
+		n.priv, n.pub = k, k.PublicKey()
 	}
+	return n, nil
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// createAccountLocked creates a checked account with one test and one live
+// key, or answers 409 when its handle is taken.
+func (s *Server) createAccountLocked(n *newAccountParams) (*AccountInfo, error) {
+	p := n.p
 	if _, taken := s.byHandle[strings.ToLower(p.Handle)]; taken {
 		return nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "handle is taken").withParam("handle")
 	}
@@ -271,7 +294,7 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 		address:   newAddress(),
 		kyc:       p.KYCStatus,
 		createdAt: s.clock.Now(),
-		encKey:    pub,
+		encKey:    n.pub,
 	}
 	s.addAccountLocked(a)
 	info := &AccountInfo{
@@ -279,11 +302,11 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 		TestKey: s.issueKeyLocked(a, confpay.NetworkTest, "default").APIKey,
 		LiveKey: s.issueKeyLocked(a, confpay.NetworkLive, "default").APIKey,
 	}
-	if pub != nil {
-		info.EncryptionKey = pub.Hex()
+	if n.pub != nil {
+		info.EncryptionKey = n.pub.Hex()
 	}
-	if priv != nil {
-		info.DecryptionKey = confpay.Secret(priv.Hex())
+	if n.priv != nil {
+		info.DecryptionKey = confpay.Secret(n.priv.Hex())
 	}
 	return info, nil
 }

@@ -32,6 +32,8 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
+		"/_fake/held":                         {{"GET", false, s.adminListHeld}}, // held.go
+		"/_fake/held/{transaction_id}":        {{"GET", false, s.adminGetHeld}},  // held.go
 		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},
 		"/_fake/openapi.yaml":                 {{"GET", false, s.adminOpenAPI}},     // openapi.go
 		"/_fake/openapi-fake.yaml":            {{"GET", false, s.adminOpenAPIFake}}, // openapi.go

@@ -59,6 +59,9 @@ type heldBook struct {
 	waiting map[*account]int
 	// spend is each agent's rolling window.
 	spend map[*account]*spendWindow
+	// all is every payment ever held on the network, decided ones
+	// included, for the direct API (held.go).
+	all map[string]heldRecord
 }
 
 func (b *heldBook) init() {
@@ -66,6 +69,7 @@ func (b *heldBook) init() {
 	b.pending = map[*account]map[string]*heldTx{}
 	b.waiting = map[*account]int{}
 	b.spend = map[*account]*spendWindow{}
+	b.all = map[string]heldRecord{}
 }
 
 // window returns the agent's spend window, creating it.
@@ -216,28 +220,51 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 	if apiErr := decodeStrict(c.body, &body); apiErr != nil {
 		return 0, nil, apiErr
 	}
+	pr, apiErr := s.parsePolicy(body.SpendPolicy, "spend_policy.", "spend_policy")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	owner := c.acct
-	if owner.isAgent() {
-		return 0, nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
+	a, apiErr := s.createAgentLocked(c.acct, body.Name, pr, apiErr)
+	if apiErr != nil {
+		return 0, nil, apiErr
 	}
-	if !owner.kycOK() {
-		return 0, nil, newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification must be complete to create an agent")
-	}
-	if !names.IsAgentName(body.Name) {
-		return 0, nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
-	}
-	pr, err := rules.Parse(body.SpendPolicy)
+	return http.StatusCreated, agentView(a), nil
+}
+
+// parsePolicy reads a spend-policy object for an agent's creation (rules
+// and known assets), naming a field at fault under prefix (whole for the
+// object itself).
+func (s *Server) parsePolicy(raw []byte, prefix, whole string) (*rules.Policy, *apiError) {
+	pr, err := rules.Parse(raw)
 	if err == nil {
 		err = s.assets.policyAssetsKnown(pr)
 	}
 	if err != nil {
-		return 0, nil, policyError(err, "spend_policy.", "spend_policy")
+		return nil, policyError(err, prefix, whole)
 	}
-	handle := owner.handle + "/" + body.Name
+	return pr, nil
+}
+
+// createAgentLocked creates owner's agent name with policy pr: the one
+// path of POST /v1/accounts/me/agents, CreateAgent and seeds. Its checks,
+// in order: the owner is no agent (403), its KYC is complete (403), the
+// name is valid (400), then policyErr (pr's parse error, if any), then the
+// name is free (409).
+func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*account, *apiError) {
+	if owner.isAgent() {
+		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
+	}
+	if !owner.kycOK() {
+		return nil, newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification must be complete to create an agent")
+	}
+	if !names.IsAgentName(name) {
+		return nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
+	}
+	if policyErr != nil {
+		return nil, policyErr
+	}
+	handle := owner.handle + "/" + name
 	if _, taken := s.byHandle[strings.ToLower(handle)]; taken {
-		return 0, nil, newError(http.StatusConflict, confpay.CodeAgentNameTaken, "the account already has an agent of that name").withParam("name")
+		return nil, newError(http.StatusConflict, confpay.CodeAgentNameTaken, "the account already has an agent of that name").withParam("name")
 	}
 	now := s.clock.Now()
 	a := &account{
@@ -247,13 +274,13 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 		address:     newAddress(),
 		createdAt:   now,
 		owner:       owner,
-		agentName:   body.Name,
+		agentName:   name,
 		agentStatus: confpay.AgentActive,
 		policy:      &policy{id: names.NewID("policy_"), rules: pr, updatedAt: now},
 	}
 	s.addAccountLocked(a)
 	owner.agents = append(owner.agents, a)
-	return http.StatusCreated, agentView(a), nil
+	return a, nil
 }
 
 // agentView renders an agent as the wire type.

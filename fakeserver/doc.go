@@ -90,8 +90,20 @@
 // CreateAccount, IssueKey, RevokeKey, Keys, SetKYC, SetAgentStatus,
 // RegisterDomain, Fund, Books (plaintext balances), Transfer and Transfers
 // (records with amounts), Settle, FailTransfer, FailTransferAtConfirmation,
-// AddFault, Faults, ClearFaults, Account, Accounts, Snapshot and Reset.
-// Each has an HTTP twin under /_fake for tests in other languages.
+// AddFault, Faults, ClearFaults, Account, Accounts, CreateAgent,
+// HeldPayment and HeldPayments (held agent payments with their status,
+// expired included), Load and ResetToSeed (a Seed: accounts, agents, keys
+// and balances in one value, the binary's -seed JSON), Snapshot and Reset.
+// Most have an HTTP twin under /_fake for tests in other languages.
+//
+// # Test helpers
+//
+// A method whose first parameter is t is a test helper: it returns no
+// error and fails the test instead, so that a test reads as a story. Each
+// is the twin of a direct-API method: Seed (Load), Reseed (ResetToSeed),
+// AddAccount (CreateAccount), AddAgent (CreateAgent), AddFunds (Fund),
+// Balance and BalanceOn (Books: the spendable figure, exact), Held
+// (HeldPayment).
 //
 // # Time
 //

@@ -489,6 +489,7 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 		expiresAt:    now.Add(s.opts.approvalWindow),
 	}
 	n.held.byID[h.id] = h
+	n.held.record(h)
 	owner := h.agent.owner
 	if n.held.pending[owner] == nil {
 		n.held.pending[owner] = map[string]*heldTx{}

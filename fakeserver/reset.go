@@ -6,9 +6,10 @@ import "net/http"
 // emptying the server (as Reset does), it runs seed and answers 200 with
 // the value seed returns, encoded as JSON. The binary passes its -seed
 // file this way and answers with the same object it printed at start, so
-// the caller learns the new keys. Without this option, to=seed answers
-// 400 invalid_request with param "to". A seed error answers as any error
-// does, and leaves the server as far as seed got.
+// the caller learns the new keys. Without this option, to=seed loads the
+// seed Server.Load last loaded (answering what it created), and answers
+// 400 invalid_request with param "to" when there is none. A seed error
+// answers as any error does, and leaves the server as far as seed got.
 func WithResetSeed(seed func(*Server) (any, error)) Option {
 	return func(o *options) { o.seed = seed }
 }
@@ -27,7 +28,7 @@ func (s *Server) resetTo(c *call) (int, any, error) {
 		return http.StatusNoContent, nil, nil
 	case "seed":
 		if s.opts.seed == nil {
-			return 0, nil, errInvalid("to", "the server has no seed to reload: start the binary with -seed")
+			return s.seedAnswer() // seed.go: the seed Load loaded, if any
 		}
 		s.Reset()
 		v, err := s.opts.seed(s)

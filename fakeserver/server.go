@@ -84,7 +84,8 @@ type Server struct {
 	accountSeq  uint64 // numbers accounts in creation order
 	keySeq      uint64 // numbers API keys in issue order
 
-	maxHeld int // payments waiting for a decision per agent and network
+	maxHeld int   // payments waiting for a decision per agent and network
+	seed    *Seed // the last seed Load loaded (seed.go); kept by Reset
 
 	assets     *assetBook   // assets.go; kept by Reset
 	hooks      *hooks.Hooks // webhooks, both networks (delivery.go)

@@ -15,19 +15,24 @@
 //	confpay-fakeserver -help
 //
 // On start it prints one line of JSON to standard output: the base URL and
-// the seeded accounts with their API keys (and decryption keys, when the
-// seed asked the server to generate them):
+// the seeded accounts and agents with their API keys (and decryption keys,
+// when the seed asked the server to generate them):
 //
 //	{"url":"http://127.0.0.1:12180","accounts":[{"account_id":"acct_…","handle":"@alice","test_key":"hc_test_…",…}]}
 //
-// The seed file holds accounts as POST /_fake/accounts takes them, plus
-// their balances per network:
+// The seed file (fakeserver.Seed, read with fakeserver.ParseSeed) holds
+// accounts as POST /_fake/accounts takes them, plus their balances per
+// network, and agents with their owner, spend policy and keys:
 //
 //	{"accounts": [
 //	  {"handle": "@alice", "generate_encryption_key": true,
 //	   "balances": {"test": {"USDG": "100", "ETH": "0.5"}}},
 //	  {"handle": "@shop", "type": "business", "kyc_status": "verified"}
-//	]}
+//	 ],
+//	 "agents": [
+//	  {"owner": "@alice", "name": "buyer",
+//	   "spend_policy": {"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100}}
+//	 ]}
 //
 // POST /_fake/reset?to=seed empties the server and loads the seed again,
 // answering with the same object as the start line (new ids and keys);
@@ -46,7 +51,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,9 +64,7 @@ import (
 	"syscall"
 	"time"
 
-	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
-	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 func main() {
@@ -78,61 +80,22 @@ func main() {
 	}
 }
 
-// seedFile is the -seed file.
-type seedFile struct {
-	Accounts []seedAccount `json:"accounts"`
-}
-
-// seedAccount is an account of the seed file: POST /_fake/accounts fields
-// plus balances per network and asset.
-type seedAccount struct {
-	fakeserver.AccountParams
-	Balances map[confpay.Network]map[string]string `json:"balances"`
-}
-
-// parseSeed decodes a seed file strictly (internal/strictjson): one JSON
-// object, no unknown member, no member given twice or in another letter
-// case, nothing after it. Errors name the member, as a path.
-func parseSeed(b []byte) (*seedFile, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, errors.New(`the file is empty: it needs a JSON object such as {"accounts": []}`)
-	}
-	var seed seedFile
-	if err := strictjson.Decode(b, &seed); err != nil {
-		return nil, err
-	}
-	return &seed, nil
-}
-
-// apply creates the seed's accounts and balances on srv, in order.
-func (seed *seedFile) apply(srv *fakeserver.Server) ([]*fakeserver.AccountInfo, error) {
-	infos := []*fakeserver.AccountInfo{}
-	for i, a := range seed.Accounts {
-		info, err := srv.CreateAccount(a.AccountParams)
-		if err != nil {
-			return nil, fmt.Errorf("seed account %d (%s): %w", i, a.Handle, err)
-		}
-		for n, assets := range a.Balances {
-			for asset, amount := range assets {
-				if err := srv.Fund(info.AccountID, n, asset, amount); err != nil {
-					return nil, fmt.Errorf("seed account %d (%s), %s %s balance: %w", i, a.Handle, n, asset, err)
-				}
-			}
-		}
-		infos = append(infos, info)
-	}
-	return infos, nil
-}
-
 // adminTokenEnv names the environment variable that sets the admin token
 // when -admin-token is not given (an environment variable stays out of
 // shell history and process listings).
 const adminTokenEnv = "CONFPAY_FAKESERVER_ADMIN_TOKEN"
 
-// started is the line printed on start.
+// started is the line printed on start: the base URL and what the seed
+// created (fakeserver.Seeded).
 type started struct {
 	URL      string                    `json:"url"`
 	Accounts []*fakeserver.AccountInfo `json:"accounts"`
+	Agents   []*fakeserver.AgentInfo   `json:"agents,omitempty"`
+}
+
+// startedWith is the start line for what a seed created.
+func startedWith(url string, sd *fakeserver.Seeded) started {
+	return started{URL: url, Accounts: sd.Accounts, Agents: sd.Agents}
 }
 
 // config is what the flags set.
@@ -199,13 +162,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var seed *seedFile
+	var seed *fakeserver.Seed
 	if cfg.seedPath != "" {
 		b, err := os.ReadFile(cfg.seedPath)
 		if err != nil {
 			return fmt.Errorf("reading the seed file: %w", err)
 		}
-		if seed, err = parseSeed(b); err != nil {
+		if seed, err = fakeserver.ParseSeed(b); err != nil {
 			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
 		}
 	}
@@ -227,21 +190,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if seed != nil {
 		// POST /_fake/reset?to=seed answers with the start line anew.
 		opts = append(opts, fakeserver.WithResetSeed(func(srv *fakeserver.Server) (any, error) {
-			infos, err := seed.apply(srv)
+			sd, err := srv.Load(seed) // the server was just emptied
 			if err != nil {
 				return nil, err
 			}
-			return started{URL: out.URL, Accounts: infos}, nil
+			return startedWith(out.URL, sd), nil
 		}))
 	}
 	srv := fakeserver.NewUnstartedServer(opts...)
 	defer srv.Close()
 	if seed != nil {
-		infos, err := seed.apply(srv)
+		sd, err := srv.Load(seed)
 		if err != nil {
-			return err
+			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
 		}
-		out.Accounts = infos
+		out = startedWith("", sd)
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
-	"github.com/confpay/confpay-go/fakeserver"
 )
 
 func TestRunSeedsServesAndStops(t *testing.T) {
@@ -121,6 +120,19 @@ func TestRunRejectsBadInput(t *testing.T) {
 // server stops when the test ends.
 func startRun(t *testing.T, args ...string) string {
 	t.Helper()
+	var out struct {
+		URL string `json:"url"`
+	}
+	if line := startRunLine(t, args...); json.Unmarshal(line, &out) != nil {
+		t.Fatalf("start line %q", line)
+	}
+	return out.URL
+}
+
+// startRunLine starts run with args and returns the start line it
+// printed; the server stops when the test ends.
+func startRunLine(t *testing.T, args ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -139,13 +151,50 @@ func startRun(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return line
+}
+
+// TestRunSeedsAgents: a seed file's agents are created with their policy,
+// status and keys, and listed on the start line; a bad agent names its
+// member and starts nothing.
+func TestRunSeedsAgents(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "seed.json")
+	if err := os.WriteFile(seed, []byte(`{"accounts":[{"handle":"@alice","generate_encryption_key":true}],
+		"agents":[{"owner":"@alice","name":"buyer","balances":{"test":{"USDG":"9"}},
+		  "spend_policy":{"daily_limit_usdg":50,"per_transaction_limit_usdg":10},"keys":[{"network":"test","name":"ci"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := startRunLine(t, "-addr", "127.0.0.1:0", "-seed", seed, "-virtual-clock", "-log-level", "off")
 	var out struct {
-		URL string `json:"url"`
+		URL    string `json:"url"`
+		Agents []struct {
+			Handle  string `json:"handle"`
+			TestKey string `json:"test_key"`
+			LiveKey string `json:"live_key"`
+		} `json:"agents"`
 	}
-	if err := json.Unmarshal(line, &out); err != nil {
-		t.Fatalf("start line %q: %v", line, err)
+	if err := json.Unmarshal(line, &out); err != nil || len(out.Agents) != 1 || out.Agents[0].Handle != "@alice/buyer" ||
+		!strings.HasPrefix(out.Agents[0].TestKey, "hc_test_") || out.Agents[0].LiveKey != "" {
+		t.Fatalf("start line %s (%v)", line, err)
 	}
-	return out.URL
+	c, err := confpay.NewClient(out.Agents[0].TestKey, confpay.WithBaseURL(out.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, err := c.Accounts.Me(context.Background()); err != nil || me.Handle != "@alice/buyer" {
+		t.Fatalf("the agent's key: %v, %v", me, err)
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"accounts":[{"handle":"@alice"}],"agents":[{"owner":"@alice","name":"buyer","spend_policy":{"daily_limit_usdg":5,"per_transaction_limit_usdg":10}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-seed", bad}, &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "seed: agents[0].spend_policy.per_transaction_limit_usdg: must not be above daily_limit_usdg") || stdout.Len() != 0 {
+		t.Fatalf("a bad agent: %v, printed %q", err, stdout.String())
+	}
 }
 
 // TestRunAdminToken: -admin-token (or its environment variable) closes
@@ -179,30 +228,4 @@ func TestRunAdminToken(t *testing.T) {
 	if got := status(fromEnv, "bearer env-token-2"); got != 200 {
 		t.Errorf("$%s, right token: %d, want 200", adminTokenEnv, got)
 	}
-}
-
-func FuzzSeedFile(f *testing.F) {
-	for _, s := range []string{
-		`{"accounts":[{"handle":"@alice","generate_encryption_key":true,"balances":{"test":{"USDG":"100"}}}]}`,
-		`{"accounts":[{"handle":"@shop","type":"business","kyc_status":"pending","balances":{"live":{"ETH":"0.5"}}}]}`,
-		`{"accounts":[]}`, `{}`, `{"accounts":[{"handle":"@a"}]}`, `{"accounts":[{"handle":"@bob","balances":{"test":{"USDG":"-1"}}}]}`,
-		`{"accounts":[{"handle":"@bob","encryption_key":"02"}]}`, `{"x":1}`, `{} {}`, `[`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		seed, err := parseSeed(b)
-		if err != nil {
-			return
-		}
-		srv := fakeserver.NewUnstartedServer()
-		defer srv.Close()
-		infos, err := seed.apply(srv)
-		if err != nil {
-			return
-		}
-		if len(infos) != len(seed.Accounts) || len(srv.Accounts()) != len(infos) {
-			t.Fatalf("%d accounts seeded, %d made", len(seed.Accounts), len(infos))
-		}
-	})
 }

@@ -35,8 +35,8 @@ DESCRIPTION
     everything.
 
     On start it prints one line of JSON on standard output: the base URL
-    and the seeded accounts with their API keys (and decryption keys, for
-    accounts whose key the server generated). Then it serves until SIGINT
+    and the seeded accounts and agents with their API keys (and decryption
+    keys, for accounts whose key the server generated). Then it serves until SIGINT
     or SIGTERM, logging one line per request on standard error.
 
     It listens on loopback only unless -addr says otherwise. Without an
@@ -47,9 +47,16 @@ OPTIONS
         Where to listen (default ` + defaultAddr + `). 127.0.0.1:0 picks a
         free port; the start line says which.
     -seed file
-        Accounts and balances to create at start, as JSON:
+        Accounts, agents and balances to create at start, as JSON:
         {"accounts": [{"handle": "@alice", "generate_encryption_key": true,
-          "balances": {"test": {"USDG": "100"}}}]}.
+          "balances": {"test": {"USDG": "100"}}}],
+         "agents": [{"owner": "@alice", "name": "buyer",
+          "spend_policy": {"daily_limit_usdg": 500,
+                           "per_transaction_limit_usdg": 100}}]}.
+        An agent gets a test and a live key unless "keys" lists them
+        ([{"network": "test", "name": "ci"}]); "status" and "balances" as
+        for accounts. A bad file names the member at fault and starts
+        nothing.
         POST /_fake/reset?to=seed empties the server and creates them again
         (with new ids and keys, in the answer); POST /_fake/reset empties it.
     -virtual-clock

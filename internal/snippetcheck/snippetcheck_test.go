@@ -64,6 +64,7 @@ var knownImports = map[string]string{
 	"fakeserver":    "github.com/confpay/confpay-go/fakeserver",
 	"webhookverify": "github.com/confpay/confpay-go/webhookverify",
 	"context":       "context",
+	"json":          "encoding/json",
 	"errors":        "errors",
 	"fmt":           "fmt",
 	"http":          "net/http",
