@@ -293,7 +293,7 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 			_, _ = io.Copy(io.Discard, r.Body)
 		}))
 		owner := gAccount(b, srv, "@owner")
-		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500")})
+		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("10")})
 		c, err := srv.Client(owner.TestKey.Reveal(), confpay.WithMaxRetries(0))
 		if err != nil {
 			b.Fatal(err)
@@ -318,13 +318,16 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 					b.Fatalf("PATCH %d: %d %s", i, status, out)
 				}
 			}
-			srv.Set(start.Add(span * time.Duration(step) / time.Duration(steps)))
+			srv.Set(start.Add(span / time.Duration(steps) * time.Duration(step)))
 			if step == steps/2 {
 				at30 = gHeap()
 			}
 		}
 		srv.Sync()
 		elapsed := time.Since(begun)
+		if got := srv.Now().Sub(start); got < span-time.Second || got > span {
+			b.Fatalf("the run covered %v of server time, want %v", got, span)
+		}
 		at60 := gHeap()
 		gReport(b, at30, at60, "30d", "60d")
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
