@@ -1,0 +1,331 @@
+package fakeserver_test
+
+// Growth benchmarks (issue 16 "How it is checked", issue 12's soak): the
+// same load run for a time and for twice that time, with the heap measured
+// after a GC at both points. A bounded store keeps the second figure within
+// 1.2× of the first. They drive the server only through its exported API
+// and its HTTP handler (in process, without a network, so that the load is
+// cheap), so that they measure the server as its callers see it whatever
+// its inside looks like.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// soakWireEvents is how many events BenchmarkHookSoakOverHTTP emits.
+var soakWireEvents = flag.Int("soak.wire-events", 20_000, "events in BenchmarkHookSoakOverHTTP (the issue's figure: 1000000)")
+
+// gHeap is the live heap after a full collection, in bytes.
+func gHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// gReport reports the heap after the first and the second half of a load
+// and their ratio.
+func gReport(b *testing.B, first, second uint64, unit1, unit2 string) {
+	b.ReportMetric(float64(first)/(1<<20), "heap-MB@"+unit1)
+	b.ReportMetric(float64(second)/(1<<20), "heap-MB@"+unit2)
+	b.ReportMetric(float64(second)/float64(first), "ratio")
+}
+
+// gCall serves one request through the server's handler in process and
+// returns the status and body.
+func gCall(h http.Handler, method, path, key, body string, headers ...string) (int, []byte) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Code, w.Body.Bytes()
+}
+
+// gAccount creates a person's account with an encryption key.
+func gAccount(b *testing.B, srv *fakeserver.Server, handle string) *fakeserver.AccountInfo {
+	b.Helper()
+	info, err := srv.CreateAccount(fakeserver.AccountParams{Handle: handle, GenerateEncryptionKey: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info
+}
+
+// gAgent creates an agent of owner with the policy, funds it with USDG on
+// the test network and returns it with a test key of its own.
+func gAgent(b *testing.B, srv *fakeserver.Server, owner *fakeserver.AccountInfo, p confpay.SpendPolicyParams) (*confpay.Agent, string) {
+	b.Helper()
+	c := srv.Client(owner.TestKey, confpay.WithMaxRetries(0))
+	a, err := c.Agents.Create(context.Background(), &confpay.AgentCreateParams{Name: "bot", SpendPolicy: p})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Fund(a.AccountID, confpay.NetworkTest, "USDG", "1000000"); err != nil {
+		b.Fatal(err)
+	}
+	k, err := srv.IssueKey(a.AccountID, confpay.NetworkTest, "agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a, k.APIKey.Reveal()
+}
+
+// BenchmarkIdempotencyGrowth (issue 16 item 1): an authenticated caller
+// sends POST /v1/transfers, each with a new Idempotency-Key and a 1 KiB
+// memo, evenly over virtual time. The account has no funds, so each
+// request is refused 402 on the state: an answer the store keeps, and
+// nothing else is kept. The heap is measured after 2 virtual days and
+// after 4. Two rates:
+//
+//   - cap: 20,000 requests a day, so the per-account bound (10,000 keys by
+//     default) answers 429 while all kept keys are younger than 24 h;
+//   - expiry: 5,000 a day, below the bound, so only the 24 h expiry keeps
+//     the store bounded.
+//
+// kept/op and refused-429/op count the answers per request of the run.
+func BenchmarkIdempotencyGrowth(b *testing.B) {
+	const days = 2 // the load L; the run is 2L
+	for _, perDay := range []int{20_000, 5_000} {
+		name := "cap"
+		if perDay < 10_000 {
+			name = "expiry"
+		}
+		b.Run(name+"/per-day="+strconv.Itoa(perDay), func(b *testing.B) {
+			for b.Loop() {
+				srv := fakeserver.NewUnstartedServer()
+				alice := gAccount(b, srv, "@alice")
+				gAccount(b, srv, "@bob")
+				key := alice.TestKey.Reveal()
+				h := srv.Handler()
+				body := `{"to":"@bob","amount":"1","memo":"` + strings.Repeat("m", 1000) + `"}`
+				const batch = 50 // requests between clock steps
+				step := 24 * time.Hour / time.Duration(perDay/batch)
+				var kept, refused, seq int
+				run := func() {
+					for range days * perDay / batch {
+						for range batch {
+							seq++
+							status, out := gCall(h, "POST", "/v1/transfers", key, body, "Idempotency-Key", "growth-"+strconv.Itoa(seq))
+							switch status {
+							case http.StatusPaymentRequired:
+								kept++
+							case http.StatusTooManyRequests:
+								refused++
+							default:
+								b.Fatalf("request %d: %d %s", seq, status, out)
+							}
+						}
+						srv.Advance(step)
+					}
+				}
+				run()
+				first := gHeap()
+				run()
+				second := gHeap()
+				gReport(b, first, second, "L", "2L")
+				b.ReportMetric(float64(kept)/float64(seq), "kept/op")
+				b.ReportMetric(float64(refused)/float64(seq), "refused-429/op")
+				if perDay < 10_000 && refused > 0 {
+					b.Fatalf("%d requests refused 429 below the bound", refused)
+				}
+				if perDay > 10_000 && refused == 0 {
+					b.Fatal("the bound never answered 429")
+				}
+				if trs, err := srv.Transfers("@alice", confpay.NetworkTest); err != nil || len(trs) != 0 {
+					b.Fatalf("refused requests left %d transfers (%v)", len(trs), err)
+				}
+				srv.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkHeldGrowth (issue 16 item 2): an agent whose policy holds every
+// payment above 1 USDG asks for a 2 USDG payment every virtual minute
+// (1,440 a day), so the per-agent cap (1,000 awaiting a decision) answers
+// 429 until held payments expire at the end of their 24 h approval
+// window. Nobody decides. The heap is measured after 30 virtual days (the
+// longest history window, so that the events' window is full too) and
+// after 60. held/op and refused-429/op count the answers per request.
+func BenchmarkHeldGrowth(b *testing.B) {
+	const days = 30 // T; the run is 2T
+	for b.Loop() {
+		srv := fakeserver.NewServer()
+		owner := gAccount(b, srv, "@owner")
+		gAccount(b, srv, "@bob")
+		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
+			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+		})
+		h := srv.Handler()
+		var held, refused, seq int
+		run := func() {
+			for range days * 24 * 60 {
+				seq++
+				status, out := gCall(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2"}`)
+				switch status {
+				case http.StatusAccepted:
+					held++
+				case http.StatusTooManyRequests:
+					refused++
+				default:
+					b.Fatalf("request %d: %d %s", seq, status, out)
+				}
+				srv.Advance(time.Minute)
+			}
+		}
+		run()
+		first := gHeap()
+		run()
+		second := gHeap()
+		gReport(b, first, second, "T", "2T")
+		b.ReportMetric(float64(held)/float64(seq), "held/op")
+		b.ReportMetric(float64(refused)/float64(seq), "refused-429/op")
+		if refused == 0 {
+			b.Fatal("the cap never answered 429")
+		}
+		srv.Close()
+	}
+}
+
+// BenchmarkPendingListAtCap: GET /v1/agents/transactions/pending by the
+// owner of an agent with the most held payments the cap allows (1,000),
+// in process. The first listing seals each payment's note (amount and
+// memo) to the owner; later listings reuse the notes. held=1 is the
+// baseline: the same call with one held payment.
+func BenchmarkPendingListAtCap(b *testing.B) {
+	setup := func(b *testing.B, n int) (*fakeserver.Server, string) {
+		b.Helper()
+		srv := fakeserver.NewServer()
+		owner := gAccount(b, srv, "@owner")
+		gAccount(b, srv, "@bob")
+		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
+			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+		})
+		h := srv.Handler()
+		pay := func(i, want int) {
+			status, out := gCall(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2","memo":"invoice `+strconv.Itoa(i)+`"}`)
+			if status != want {
+				b.Fatalf("payment %d: %d %s, want %d", i, status, out, want)
+			}
+		}
+		for i := range n {
+			pay(i, http.StatusAccepted)
+		}
+		if n == fakeserver.DefaultMaxHeldPerAgent {
+			pay(n, http.StatusTooManyRequests) // at the cap
+		}
+		return srv, owner.TestKey.Reveal()
+	}
+	list := func(b *testing.B, h http.Handler, key string, want int) {
+		status, out := gCall(h, "GET", "/v1/agents/transactions/pending", key, "")
+		if status != http.StatusOK || strings.Count(string(out), `"transaction_id"`) != want {
+			b.Fatalf("pending list: %d, %d items, want %d", status, strings.Count(string(out), `"transaction_id"`), want)
+		}
+	}
+	for _, n := range []int{1, fakeserver.DefaultMaxHeldPerAgent} {
+		b.Run(fmt.Sprintf("held=%d/warm", n), func(b *testing.B) {
+			srv, key := setup(b, n)
+			defer srv.Close()
+			h := srv.Handler()
+			list(b, h, key, n) // seals the notes
+			b.ReportAllocs()
+			for b.Loop() {
+				list(b, h, key, n)
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("held=%d/first", fakeserver.DefaultMaxHeldPerAgent), func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			srv, key := setup(b, fakeserver.DefaultMaxHeldPerAgent)
+			h := srv.Handler()
+			b.StartTimer()
+			list(b, h, key, fakeserver.DefaultMaxHeldPerAgent)
+			b.StopTimer()
+			srv.Close()
+		}
+	})
+}
+
+// BenchmarkHookSoakOverHTTP is issue 12's soak through the wire: an owner
+// changes its agent's spend policy (PATCH, in process), each change one
+// agent.policy.updated event delivered over loopback HTTP to a receiver
+// that keeps nothing; -soak.wire-events events (default 20,000) evenly
+// over 60 virtual days, the clock stepping at most once a virtual minute.
+// A policy change leaves nothing behind but its event and deliveries, so
+// the heap after 60 days is within 1.2× of the heap after 30 when the
+// history window (30 days) is pruned. events/s is the run's pace.
+func BenchmarkHookSoakOverHTTP(b *testing.B) {
+	total := *soakWireEvents
+	const span = 60 * 24 * time.Hour
+	steps := min(total, int(span/time.Minute))
+	for b.Loop() {
+		srv := fakeserver.NewServer(fakeserver.WithDeliveryWorkers(8))
+		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+		}))
+		owner := gAccount(b, srv, "@owner")
+		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("10")})
+		c := srv.Client(owner.TestKey, confpay.WithMaxRetries(0))
+		if _, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{
+			URL: rc.URL + "/hook", Events: []confpay.EventKind{webhookverify.KindAgentPolicyUpdated},
+		}); err != nil {
+			b.Fatal(err)
+		}
+		h := srv.Handler()
+		key := owner.TestKey.Reveal()
+		path := "/v1/agents/" + agent.AccountID + "/spend-policy"
+		start := srv.Now()
+		begun := time.Now()
+		var at30 uint64
+		i := 0
+		for step := 1; step <= steps; step++ {
+			for ; i < total*step/steps; i++ {
+				limit := 500 + i%2 // every PATCH changes the limit
+				status, out := gCall(h, "PATCH", path, key, `{"daily_limit_usdg": `+strconv.Itoa(limit)+`}`)
+				if status != http.StatusOK {
+					b.Fatalf("PATCH %d: %d %s", i, status, out)
+				}
+			}
+			srv.Set(start.Add(span / time.Duration(steps) * time.Duration(step)))
+			if step == steps/2 {
+				at30 = gHeap()
+			}
+		}
+		srv.Sync()
+		elapsed := time.Since(begun)
+		if got := srv.Now().Sub(start); got < span-time.Second || got > span {
+			b.Fatalf("the run covered %v of server time, want %v", got, span)
+		}
+		at60 := gHeap()
+		gReport(b, at30, at60, "30d", "60d")
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+		srv.Close()
+		rc.Close()
+	}
+}
