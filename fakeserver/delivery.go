@@ -19,9 +19,6 @@ import (
 // (another status, a timeout, a refused connection, a redirect, a dial the
 // self-SSRF guard refused: see selfguard.go) is a failure.
 
-// historyWindow is how far back the deliveries list reaches.
-const historyWindow = hooks.HistoryWindow
-
 // newHooks builds the server's webhook machinery, its workers running.
 func (s *Server) newHooks() *hooks.Hooks {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -36,7 +33,7 @@ func (s *Server) newHooks() *hooks.Hooks {
 		Clock:     s.clock,
 		Timeout:   s.opts.deliveryTimeout,
 		Workers:   s.opts.deliveryWorkers,
-		Transport: hookTransport(tr),
+		Transport: hookTransport(receiverRouter{base: tr, rs: &s.receivers}),
 		Log:       s.log,
 	}
 	if s.opts.noDeliveryJitter {

@@ -95,7 +95,9 @@ type Server struct {
 	handler http.Handler
 	hs      *loopback // set by Start
 	mem     inMemory  // HTTPClient's in-memory server (inmemory.go)
-	self    selfAddrs // the server's own listeners (selfguard.go)
+	// receivers are the in-process webhook receivers (receivers.go).
+	receivers receivers
+	self      selfAddrs // the server's own listeners (selfguard.go)
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -321,6 +323,7 @@ func (s *Server) Close() {
 		s.mem.close()
 		s.clock.Close()
 		s.hooks.Close()
+		s.receivers.close()
 	})
 }
 

@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"math/big"
+	"net/http"
 
 	confpay "github.com/confpay/confpay-go"
 )
@@ -123,4 +124,18 @@ func (s *Server) Held(t Tester, id string) *HeldPayment {
 		t.Fatalf("fakeserver: Held(%s): %v", id, err)
 	}
 	return p
+}
+
+// AddWebhook subscribes h, a handler in this process, to accountRef's
+// events of kinds (all when none) on the test network, signed with secret
+// (see SubscribeHandler), or fails the test. Use it for your own webhook
+// handler under test, which needs its secret before the first event; use
+// Record to just watch the events.
+func (s *Server) AddWebhook(t Tester, accountRef string, h http.Handler, secret confpay.Secret, kinds ...confpay.EventKind) *confpay.Webhook {
+	t.Helper()
+	w, err := s.SubscribeHandler(accountRef, confpay.NetworkTest, h, secret, kinds...)
+	if err != nil {
+		t.Fatalf("fakeserver: AddWebhook(%s): %v", accountRef, err)
+	}
+	return w
 }
