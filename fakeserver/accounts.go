@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -159,9 +158,7 @@ func (k NewKey) LogValue() slog.Value {
 		slog.String("name", k.Name), slog.String("api_key", "REDACTED"))
 }
 
-// ---- ids and random text ----
-
-// ---- the direct state API: accounts and keys ----
+// ---- accounts and keys ----
 
 // AccountParams creates an account through the direct API or POST
 // /_fake/accounts.
@@ -219,18 +216,6 @@ func (a AccountInfo) LogValue() slog.Value {
 		slog.String("account_id", a.AccountID), slog.String("handle", a.Handle),
 		slog.String("type", string(a.Type)), slog.String("kyc_status", string(a.KYCStatus)),
 		slog.String("keys", "REDACTED"))
-}
-
-// CreateAccount creates a personal or business account with one test and
-// one live API key.
-func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
-	n, apiErr := newAccount(p)
-	if apiErr != nil {
-		return nil, apiErr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.createAccountLocked(n)
 }
 
 // newAccountParams is a checked AccountParams with its encryption key,
@@ -348,25 +333,6 @@ func (s *Server) lookupAccountLocked(ref string) (*account, error) {
 	return nil, errNotFound("no account " + ref)
 }
 
-// IssueKey issues a new API key for an account (an agent included) on a
-// network. The key is in the answer only.
-func (s *Server) IssueKey(accountRef string, n confpay.Network, name string) (*NewKey, error) {
-	if n != confpay.NetworkTest && n != confpay.NetworkLive {
-		return nil, errInvalid("network", "network must be test or live")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return nil, err
-	}
-	if name == "" {
-		name = "default"
-	}
-	k := s.issueKeyLocked(a, n, name)
-	return &k, nil
-}
-
 func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewKey {
 	prefix := confpay.KeyPrefixTest
 	if n == confpay.NetworkLive {
@@ -382,104 +348,6 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 	s.keys[k.hash] = k
 	s.keysByID[k.id] = k
 	return NewKey{KeyID: k.id, APIKey: confpay.Secret(secret), Network: n, Name: name, CreatedAt: k.createdAt}
-}
-
-// RevokeKey revokes a key at once.
-func (s *Server) RevokeKey(keyID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k, ok := s.keysByID[keyID]
-	if !ok {
-		return errNotFound("no key " + keyID)
-	}
-	if k.revokedAt == nil {
-		now := s.clock.Now()
-		k.revokedAt = &now
-	}
-	return nil
-}
-
-// Keys lists an account's keys with their usage, oldest first.
-func (s *Server) Keys(accountRef string) ([]KeyInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return nil, err
-	}
-	var mine []*apiKey
-	for _, k := range s.keysByID {
-		if k.acct == a {
-			mine = append(mine, k)
-		}
-	}
-	sort.Slice(mine, func(i, j int) bool { return mine[i].seq < mine[j].seq })
-	out := make([]KeyInfo, 0, len(mine))
-	for _, k := range mine {
-		out = append(out, k.info())
-	}
-	return out, nil
-}
-
-// SetKYC changes an account's KYC status.
-func (s *Server) SetKYC(accountRef string, status confpay.KYCStatus) error {
-	if !validKYC(status) {
-		return errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return err
-	}
-	if a.isAgent() {
-		return errInvalid("kyc_status", "agents follow their owner's KYC status")
-	}
-	a.kyc = status
-	return nil
-}
-
-// SetAgentStatus sets an agent's status: active, paused or disabled.
-func (s *Server) SetAgentStatus(accountRef string, status confpay.AgentStatus) error {
-	switch status {
-	case confpay.AgentActive, confpay.AgentPaused, confpay.AgentDisabled:
-	default:
-		return errInvalid("status", "status must be active, paused or disabled")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return err
-	}
-	if !a.isAgent() {
-		return errInvalid("status", "only agents have a status")
-	}
-	a.agentStatus = status
-	return nil
-}
-
-// RegisterDomain registers an x402 payee domain to an account, so that
-// payments to that name reach it.
-func (s *Server) RegisterDomain(accountRef, domain string) error {
-	if !names.IsDomain(domain) {
-		return errInvalid("domain", "domain must be a DNS name such as api.example.com")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return err
-	}
-	d := strings.ToLower(domain)
-	if owner, taken := s.domains[d]; taken && owner != a {
-		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "domain is registered to another account").withParam("domain")
-	}
-	if _, mine := s.domains[d]; !mine {
-		s.domains[d] = a
-		a.domains = append(a.domains, d)
-	}
-	return nil
 }
 
 // ---- authentication ----
@@ -522,12 +390,11 @@ func (s *Server) authenticate(c *call) *apiError {
 	return nil
 }
 
-// ---- GET /v1/accounts/me ----
+// ---- helpers shared by handlers ----
 
-func (s *Server) handleMe(c *call) (int, any, error) {
+// accountView is a as GET /v1/accounts/me shows it.
+func (s *Server) accountView(a *account) *confpay.Account {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return http.StatusOK, c.acct.view(), nil
+	return a.view()
 }
-
-// ---- helpers shared by handlers ----

@@ -3,7 +3,6 @@ package fakeserver
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -53,45 +52,6 @@ type AccountView struct {
 	// OwnerID is an agent's owner.
 	OwnerID string   `json:"owner_id,omitempty"`
 	Domains []string `json:"domains,omitempty"`
-}
-
-func accountViewLocked(a *account) AccountView {
-	v := AccountView{Account: *a.view(), Status: a.agentStatus, Domains: append([]string(nil), a.domains...)}
-	if a.owner != nil {
-		v.OwnerID = a.owner.id
-	}
-	return v
-}
-
-// Account returns an account (an agent included) by id or handle.
-func (s *Server) Account(accountRef string) (AccountView, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.lookupAccountLocked(accountRef)
-	if err != nil {
-		return AccountView{}, err
-	}
-	return accountViewLocked(a), nil
-}
-
-// Accounts returns every account, agents included, oldest first.
-func (s *Server) Accounts() []AccountView {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.accountsLocked()
-}
-
-func (s *Server) accountsLocked() []AccountView {
-	all := make([]*account, 0, len(s.accounts))
-	for _, a := range s.accounts {
-		all = append(all, a)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	out := make([]AccountView, 0, len(all))
-	for _, a := range all {
-		out = append(out, accountViewLocked(a))
-	}
-	return out
 }
 
 func (s *Server) adminListAccounts(c *call) (int, any, error) {
@@ -499,47 +459,6 @@ type NetworkSnapshot struct {
 	Events int
 }
 
-// Snapshot returns the server's state. See the type for what it holds.
-func (s *Server) Snapshot() Snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap := Snapshot{Accounts: s.accountsLocked(), Policies: map[string]confpay.SpendPolicy{}, Networks: map[confpay.Network]NetworkSnapshot{}}
-	for _, a := range s.accounts {
-		if a.policy != nil {
-			snap.Policies[a.id] = *a.policy.view()
-		}
-	}
-	for _, k := range s.keysByID {
-		snap.Keys = append(snap.Keys, k.info())
-	}
-	sort.Slice(snap.Keys, func(i, j int) bool { return snap.Keys[i].KeyID < snap.Keys[j].KeyID })
-	for name, n := range s.nets {
-		ns := NetworkSnapshot{
-			Balances:  map[string][]BookEntry{},
-			Supply:    map[string]string{},
-			Pending:   len(n.transfers.pending),
-			Transfers: map[string]TransferRecord{},
-			Held:      map[string]confpay.AgentTransaction{},
-			Webhooks:  s.hooks.AllSubscriptions(name),
-			Events:    s.hooks.EventCount(name),
-		}
-		for id, h := range n.held.byID {
-			v := *h.view()
-			v.EncryptedNote, v.NoteReaders = "", nil
-			ns.Held[id] = v
-		}
-		for _, id := range n.ledger.Accounts() {
-			ns.Balances[id] = s.booksLocked(n, s.accounts[id])
-		}
-		ns.Supply = n.ledger.Supply()
-		for id, t := range n.transfers.byID {
-			ns.Transfers[id] = s.recordLocked(n, t)
-		}
-		snap.Networks[name] = ns
-	}
-	return snap
-}
-
 // adminListAssets answers GET /_fake/assets
 func (s *Server) adminListAssets(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"assets": s.Assets()}, nil
@@ -575,4 +494,28 @@ func (s *Server) adminSetAsset(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	return http.StatusOK, a, nil
+}
+
+func (s *Server) adminGetHeld(c *call) (int, any, error) {
+	p, err := s.HeldPayment(c.r.PathValue("transaction_id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, p, nil
+}
+
+func (s *Server) adminListHeld(c *call) (int, any, error) {
+	n, apiErr := adminNetwork(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ref := c.r.URL.Query().Get("account")
+	if ref == "" {
+		return 0, nil, errInvalid("account", "the account query parameter is required")
+	}
+	ps, err := s.HeldPayments(ref, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"held": ps}, nil
 }

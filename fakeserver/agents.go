@@ -2,7 +2,6 @@ package fakeserver
 
 import (
 	"cmp"
-	"encoding/json"
 	"math/big"
 	"net/http"
 	"slices"
@@ -158,15 +157,6 @@ func (w *spendWindow) add(at time.Time, amount int64, t *transfer) {
 // otherwise.
 const DefaultMaxHeldPerAgent = 1000
 
-// SetMaxHeldPerAgent sets how many payments may wait for the owner's
-// decision per agent and network (see WithMaxHeldPerAgent). Payments
-// already held stay held; n below 1 is taken as 1.
-func (s *Server) SetMaxHeldPerAgent(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.maxHeld = max(n, 1)
-}
-
 // leavePendingLocked takes a held payment off its owner's pending list and
 // its agent's count.
 func (b *heldBook) leavePendingLocked(h *heldTx) {
@@ -210,25 +200,7 @@ func (h *heldTx) view() *confpay.AgentTransaction {
 	return v
 }
 
-// ---- POST /v1/accounts/me/agents ----
-
-func (s *Server) handleCreateAgent(c *call) (int, any, error) {
-	var body struct {
-		Name        string          `json:"name"`
-		SpendPolicy json.RawMessage `json:"spend_policy"`
-	}
-	if apiErr := decodeStrict(c.body, &body); apiErr != nil {
-		return 0, nil, apiErr
-	}
-	pr, apiErr := s.parsePolicy(body.SpendPolicy, "spend_policy.", "spend_policy")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, apiErr := s.createAgentLocked(c.acct, body.Name, pr, apiErr)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	return http.StatusCreated, agentView(a), nil
-}
+// ---- creating agents ----
 
 // parsePolicy reads a spend-policy object for an agent's creation (rules
 // and known assets), naming a field at fault under prefix (whole for the
@@ -295,19 +267,7 @@ func agentView(a *account) *confpay.Agent {
 	}
 }
 
-// ---- GET /v1/accounts/me/agents ----
-
-func (s *Server) handleListAgents(c *call) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := &confpay.AgentList{Agents: make([]*confpay.Agent, 0, len(c.acct.agents))}
-	for _, a := range c.acct.agents {
-		l.Agents = append(l.Agents, agentView(a))
-	}
-	return http.StatusOK, l, nil
-}
-
-// ---- GET /v1/agents/transactions/pending ----
+// ---- the pending list ----
 
 // sealJob is a note to seal outside the lock.
 type sealJob struct {
@@ -317,26 +277,50 @@ type sealJob struct {
 	memo   string
 }
 
-// handleListPending lists the caller's held payments on the key's network
-// that still await a decision, oldest first, each with the amount and memo
-// sealed to the owner. A note is sealed once, on the first listing, outside
-// the lock.
-func (s *Server) handleListPending(c *call) (int, any, error) {
+// ---- operations of the agent handlers ----
+
+// createOwnAgent creates owner's agent name with the parsed policy pr (or
+// answers policyErr, the parse's error, in the documented order).
+func (s *Server) createOwnAgent(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*confpay.Agent, *apiError) {
 	s.mu.Lock()
-	items := make([]*heldTx, 0, len(c.net.held.pending[c.acct]))
-	for _, h := range c.net.held.pending[c.acct] {
+	defer s.mu.Unlock()
+	a, apiErr := s.createAgentLocked(owner, name, pr, policyErr)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return agentView(a), nil
+}
+
+// agentsOf lists owner's agents, oldest first.
+func (s *Server) agentsOf(owner *account) *confpay.AgentList {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := &confpay.AgentList{Agents: make([]*confpay.Agent, 0, len(owner.agents))}
+	for _, a := range owner.agents {
+		l.Agents = append(l.Agents, agentView(a))
+	}
+	return l
+}
+
+// pendingFor lists owner's held payments on n waiting for a decision,
+// oldest first, each with a note sealed to owner (sealed outside the lock,
+// once per payment).
+func (s *Server) pendingFor(n *network, owner *account) (*confpay.PendingList, error) {
+	s.mu.Lock()
+	items := make([]*heldTx, 0, len(n.held.pending[owner]))
+	for _, h := range n.held.pending[owner] {
 		items = append(items, h)
 	}
 	slices.SortFunc(items, func(a, b *heldTx) int {
 		return cmp.Or(a.requestedAt.Compare(b.requestedAt), strings.Compare(a.id, b.id))
 	})
 	var jobs []sealJob
-	if key := c.acct.encryptionKey(); key != nil {
+	if key := owner.encryptionKey(); key != nil {
 		for _, h := range items {
 			if h.note == "" {
 				jobs = append(jobs, sealJob{
 					h:      h,
-					ctx:    decrypt.NoteContext{ChainID: c.net.chainID, Reference: h.id, Asset: h.p.asset, Readers: []*decrypt.PublicKey{key}},
+					ctx:    decrypt.NoteContext{ChainID: n.chainID, Reference: h.id, Asset: h.p.asset, Readers: []*decrypt.PublicKey{key}},
 					amount: new(big.Int).Set(h.p.units),
 					memo:   h.p.memo,
 				})
@@ -349,7 +333,7 @@ func (s *Server) handleListPending(c *call) (int, any, error) {
 	for i, j := range jobs {
 		note, err := decrypt.SealNote(nil, j.ctx, j.amount, j.memo)
 		if err != nil {
-			return 0, nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not seal a note")
+			return nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not seal a note")
 		}
 		sealed[i] = decrypt.EncodeBase64(note)
 	}
@@ -373,15 +357,5 @@ func (s *Server) handleListPending(c *call) (int, any, error) {
 		}
 		l.Pending = append(l.Pending, v)
 	}
-	return http.StatusOK, l, nil
-}
-
-// ---- POST /v1/agents/transactions/{transaction_id}/approve and /reject ----
-
-func (s *Server) handleApprove(c *call) (int, any, error) {
-	return s.approve(c.key, c.r.PathValue("transaction_id"))
-}
-
-func (s *Server) handleReject(c *call) (int, any, error) {
-	return s.reject(c.key, c.r.PathValue("transaction_id"))
+	return l, nil
 }

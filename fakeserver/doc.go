@@ -33,24 +33,35 @@
 // transfer's canonical encoding, never on any real chain; a transfer fails
 // only when a test says so (FailTransfer, or a fault).
 //
+// # Layout
+//
+// Handlers (api_*.go for /v1, admin.go for /_fake) parse, call one domain
+// operation and render; they never lock (TestHandlersNeverLock). The money
+// path is pay.go; accounts, keys and agents are accounts.go, agents.go and
+// policy.go; the direct state API a test calls is direct.go (seeds in
+// seed.go, test helpers that take t in testing.go, the webhook recorder in
+// recorder.go). Under internal/: clock, ledger, hooks (webhooks, with their
+// own lock), idempotency, names and rules. No internal package imports
+// fakeserver (TestLayout).
+//
 // # Support matrix
 //
 //	GET    /v1/accounts/me                                the key's account, with encryption_key
 //	GET    /v1/accounts/me/balances                       both shapes: nonzero + ciphertext + version, or figures from a proof
-//	GET    /v1/accounts/me/agents                         agents.go
-//	POST   /v1/accounts/me/agents                         agents.go
-//	GET    /v1/agents/{account_id}/spend-policy           agents.go
-//	PATCH  /v1/agents/{account_id}/spend-policy           agents.go
-//	GET    /v1/agents/transactions/pending                agents.go
-//	POST   /v1/agents/transactions/{id}/approve           agents.go
-//	POST   /v1/agents/transactions/{id}/reject            agents.go
+//	GET    /v1/accounts/me/agents                         api_agents.go
+//	POST   /v1/accounts/me/agents                         api_agents.go
+//	GET    /v1/agents/{account_id}/spend-policy           api_agents.go
+//	PATCH  /v1/agents/{account_id}/spend-policy           api_agents.go
+//	GET    /v1/agents/transactions/pending                api_agents.go
+//	POST   /v1/agents/transactions/{id}/approve           api_agents.go
+//	POST   /v1/agents/transactions/{id}/reject            api_agents.go
 //	POST   /v1/transfers                                  201 pending, or 202 held for an agent above its threshold
 //	GET    /v1/transfers/{transfer_id}                    sender, recipient, or the owner of an agent party
 //	GET    /v1/transfers                                  limit, offset, status, from, to; newest first; has_more
-//	POST   /v1/webhooks, GET /v1/webhooks                 webhooks.go → internal/hooks
-//	DELETE /v1/webhooks/{webhook_id}                      webhooks.go
-//	POST   /v1/webhooks/{webhook_id}/replay/{event_id}    webhooks.go
-//	GET    /v1/webhooks/{webhook_id}/deliveries           webhooks.go
+//	POST   /v1/webhooks, GET /v1/webhooks                 api_webhooks.go → internal/hooks
+//	DELETE /v1/webhooks/{webhook_id}                      api_webhooks.go
+//	POST   /v1/webhooks/{webhook_id}/replay/{event_id}    api_webhooks.go
+//	GET    /v1/webhooks/{webhook_id}/deliveries           api_webhooks.go
 //	       /_fake/...                                     the admin interface (admin.go, docs/fakeserver.md)
 //
 // Behaviour, all as docs/interface.md decides:

@@ -1,13 +1,10 @@
 package fakeserver
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http"
-	"slices"
 
 	confpay "github.com/confpay/confpay-go"
 )
@@ -85,71 +82,4 @@ func (s *Server) heldViewLocked(n *network, r heldRecord) *HeldPayment {
 		Amount:           confpay.AmountFromUnits(r.units, dec),
 		Memo:             r.memo,
 	}
-}
-
-// HeldPayment returns the held agent payment id (atx_…) on either network,
-// whatever its status: pending_approval, approved (with its TransferID),
-// rejected or expired.
-func (s *Server) HeldPayment(id string) (*HeldPayment, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		n := s.nets[name]
-		if r, ok := n.held.all[id]; ok {
-			return s.heldViewLocked(n, r), nil
-		}
-	}
-	return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held payment "+id)
-}
-
-// HeldPayments returns every payment held on a network for an agent, or
-// for all the agents of an owner, whatever its status, oldest first (in
-// the order they were held).
-func (s *Server) HeldPayments(accountRef string, n confpay.Network) ([]*HeldPayment, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, nw, err := s.accountOnLocked(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	var mine []heldRecord
-	for _, r := range nw.held.all {
-		if r.h.agent == a || r.h.agent.owner == a {
-			mine = append(mine, r)
-		}
-	}
-	slices.SortFunc(mine, func(x, y heldRecord) int {
-		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), cmp.Compare(x.seq, y.seq))
-	})
-	out := make([]*HeldPayment, 0, len(mine))
-	for _, r := range mine {
-		out = append(out, s.heldViewLocked(nw, r))
-	}
-	return out, nil
-}
-
-// ---- GET /_fake/held/{transaction_id} and GET /_fake/held?account=&network= ----
-
-func (s *Server) adminGetHeld(c *call) (int, any, error) {
-	p, err := s.HeldPayment(c.r.PathValue("transaction_id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, p, nil
-}
-
-func (s *Server) adminListHeld(c *call) (int, any, error) {
-	n, apiErr := adminNetwork(c)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	ref := c.r.URL.Query().Get("account")
-	if ref == "" {
-		return 0, nil, errInvalid("account", "the account query parameter is required")
-	}
-	ps, err := s.HeldPayments(ref, n)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, map[string]any{"held": ps}, nil
 }

@@ -1,7 +1,9 @@
 package fakeserver_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,27 @@ func TestLayout(t *testing.T) {
 	for _, dep := range goList(t, "-deps", "../cmd/confpay-fakeserver") {
 		if dep == "testing" {
 			t.Error("cmd/confpay-fakeserver links the testing package")
+		}
+	}
+}
+
+// TestHandlersNeverLock: the /v1 handler files (api_*.go) and the /_fake
+// routes (admin.go) parse, call one domain operation and render; no lock
+// is taken there (issue 12: handlers never lock).
+func TestHandlersNeverLock(t *testing.T) {
+	files, err := filepath.Glob("api_*.go")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("api_*.go: %v %v, want the four handler files", files, err)
+	}
+	for _, f := range append(files, "admin.go") {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if strings.Contains(line, ".Lock()") || strings.Contains(line, ".RLock()") {
+				t.Errorf("%s:%d takes a lock: %s", f, i+1, strings.TrimSpace(line))
+			}
 		}
 	}
 }

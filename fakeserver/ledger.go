@@ -37,19 +37,6 @@ func (e BookEntry) GoString() string { return e.String() }
 // Format prints String for every verb.
 func (e BookEntry) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, e.String()) }
 
-// Books returns an account's plaintext balances on a network, one entry per
-// asset it has ever held, sorted by asset. They are for test assertions;
-// compare them with what a decryption proof reveals.
-func (s *Server) Books(accountRef string, n confpay.Network) ([]BookEntry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, nw, err := s.accountOnLocked(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	return s.booksLocked(nw, a), nil
-}
-
 func (s *Server) booksLocked(n *network, a *account) []BookEntry {
 	out := []BookEntry{}
 	for _, e := range n.ledger.Entries(a.id) {
@@ -70,26 +57,6 @@ func (s *Server) booksLocked(n *network, a *account) []BookEntry {
 func (s *Server) fundLocked(n *network, a *account, asset string, units *big.Int) *apiError {
 	if n.ledger.Fund(a.id, asset, units) != nil {
 		return errInvalid("amount", "funding would take the asset's supply on this network to 2^256 base units")
-	}
-	return nil
-}
-
-// Fund credits an account (an agent included) with amount of asset on a
-// network, as the dashboard's test funding does. amount is a decimal string
-// such as "100" or "0.25", at most the asset's decimals.
-func (s *Server) Fund(accountRef string, n confpay.Network, asset, amount string) error {
-	units, apiErr := s.assets.parseUnits("amount", asset, amount)
-	if apiErr != nil {
-		return apiErr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, nw, err := s.accountOnLocked(accountRef, n)
-	if err != nil {
-		return err
-	}
-	if apiErr := s.fundLocked(nw, a, asset, units); apiErr != nil {
-		return apiErr
 	}
 	return nil
 }

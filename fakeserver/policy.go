@@ -77,59 +77,56 @@ func policyError(err error, prefix, whole string) *apiError {
 	return newError(http.StatusBadRequest, confpay.CodeInvalidPolicy, msg).withParam(param)
 }
 
-// ownedAgentLocked finds the agent named by the path's account_id for a
+// ownedAgentLocked finds owner's agent agentID for a
 // policy call: 404 not_found when there is no such agent, 403
 // not_agent_owner when the caller is not its owner (the agent included).
-func (s *Server) ownedAgentLocked(c *call) (*account, *apiError) {
-	a, ok := s.accounts[c.r.PathValue("account_id")]
+func (s *Server) ownedAgentLocked(owner *account, agentID string) (*account, *apiError) {
+	a, ok := s.accounts[agentID]
 	if !ok || !a.isAgent() {
 		return nil, errNotFound("no such agent")
 	}
-	if a.owner != c.acct {
+	if a.owner != owner {
 		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "only the agent's owner may read or change its spend policy")
 	}
 	return a, nil
 }
 
-// ---- GET /v1/agents/{account_id}/spend-policy ----
+// ---- reading and changing a policy ----
 
-func (s *Server) handleGetPolicy(c *call) (int, any, error) {
+// agentPolicy is the policy of owner's agent agentID.
+func (s *Server) agentPolicy(owner *account, agentID string) (*confpay.SpendPolicy, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, apiErr := s.ownedAgentLocked(c)
+	a, apiErr := s.ownedAgentLocked(owner, agentID)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
-	return http.StatusOK, a.policy.view(), nil
+	return a.policy.view(), nil
 }
 
-// ---- PATCH /v1/agents/{account_id}/spend-policy ----
-
-// handleUpdatePolicy changes only the fields sent, validates the merged
-// result and answers the whole policy. When a value actually changed, the
-// policy gets a new updated_at and agent.policy.updated is emitted on the
-// caller's network; a PATCH that changes nothing is answered as a read.
-func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
+// updatePolicy applies a PATCH body to the policy of owner's agent agentID
+// and announces what changed on n.
+func (s *Server) updatePolicy(n *network, owner *account, agentID string, body []byte) (*confpay.SpendPolicy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, apiErr := s.ownedAgentLocked(c)
+	a, apiErr := s.ownedAgentLocked(owner, agentID)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
-	next, changed, err := a.policy.rules.Patch(c.body)
+	next, changed, err := a.policy.rules.Patch(body)
 	if err == nil {
 		err = s.assets.policyAssetsKnown(next)
 	}
 	if err != nil {
 		var fe *rules.FieldError
 		if errors.As(err, &fe) && fe.Field == "" {
-			return 0, nil, errInvalid("body", "the body must be one JSON object of spend-policy fields")
+			return nil, errInvalid("body", "the body must be one JSON object of spend-policy fields")
 		}
-		return 0, nil, policyError(err, "", "body")
+		return nil, policyError(err, "", "body")
 	}
 	if len(changed) > 0 {
 		a.policy = &policy{id: a.policy.id, rules: next, updatedAt: s.clock.Now()}
-		s.emitPolicyUpdatedLocked(c.net, a, changed)
+		s.emitPolicyUpdatedLocked(n, a, changed)
 	}
-	return http.StatusOK, a.policy.view(), nil
+	return a.policy.view(), nil
 }

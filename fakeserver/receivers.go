@@ -96,43 +96,6 @@ func (rr receiverRouter) CloseIdleConnections() {
 	}
 }
 
-// SubscribeHandler subscribes h, an http.Handler in this process, to the
-// events of kinds (every kind when none is given) of the account
-// accountRef on network n, signed with secret. Deliveries reach h through
-// an in-memory connection: no socket, no URL to know in advance, so a
-// test's own webhook handler can be given the secret before the first
-// event, and a whole test with webhooks can run inside a testing/synctest
-// bubble. Everything else is as for a subscription made with POST
-// /v1/webhooks: the same signing, schedule, records, replay and limit of
-// subscriptions; /v1 lists it with a URL on the .invalid domain.
-func (s *Server) SubscribeHandler(accountRef string, n confpay.Network, h http.Handler, secret confpay.Secret, kinds ...confpay.EventKind) (*confpay.Webhook, error) {
-	if h == nil {
-		return nil, errInvalid("handler", "the handler is nil")
-	}
-	if !strings.HasPrefix(secret.Reveal(), "whsec_") || len(secret.Reveal()) < len("whsec_")+16 {
-		return nil, errInvalid("secret", `the secret must start with "whsec_" and hold at least 16 more characters`)
-	}
-	events := make([]string, len(kinds))
-	for i, k := range kinds {
-		events[i] = string(k)
-	}
-	if len(events) == 0 {
-		events = webhookverify.Kinds()
-	}
-	if apiErr := checkEventKinds(events); apiErr != nil {
-		return nil, apiErr
-	}
-	acct, err := s.accountID(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	w, err := s.hooks.Subscribe(n, acct, s.receivers.add(h), events, secret)
-	if err != nil {
-		return nil, hooksError(err)
-	}
-	return w, nil
-}
-
 // EventRecord is an event the server recorded, as the direct API shows
 // it.
 type EventRecord struct {
@@ -146,37 +109,9 @@ type EventRecord struct {
 // Event parses Payload with webhookverify.ParseEvent.
 func (r EventRecord) Event() (webhookverify.Event, error) { return webhookverify.ParseEvent(r.Payload) }
 
-// Events returns the events recorded for accountRef on network n (those
-// its subscriptions receive or could replay), oldest first, from the
-// 30-day history window. Events are recorded whether or not anyone
-// subscribed.
-func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, error) {
-	acct, err := s.accountID(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	recs := s.hooks.Events(n, acct)
-	out := make([]EventRecord, len(recs))
-	for i, r := range recs {
-		out[i] = EventRecord{ID: r.ID, Kind: confpay.EventKind(r.Kind), At: r.At, Payload: r.Payload}
-	}
-	return out, nil
-}
-
 // DeliveryRecord is the record of one delivery, with the subscription it
 // went to.
 type DeliveryRecord = hooks.DeliveryRecord
-
-// Deliveries returns the delivery records of accountRef's live
-// subscriptions on network n: per subscription (oldest subscription
-// first), oldest delivery first.
-func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRecord, error) {
-	acct, err := s.accountID(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	return s.hooks.DeliveryRecords(n, acct), nil
-}
 
 // accountID resolves accountRef and checks n.
 func (s *Server) accountID(accountRef string, n confpay.Network) (string, error) {

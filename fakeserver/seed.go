@@ -210,18 +210,6 @@ func (sd *Seeded) Agent(handle string) *AgentInfo {
 	return nil
 }
 
-// CreateAgent creates an agent of owner (a handle or account id) with a
-// spend policy, as POST /v1/accounts/me/agents does with the owner's key
-// (same checks, same errors), and issues it one test and one live API key
-// named "default".
-func (s *Server) CreateAgent(owner, name string, policy confpay.SpendPolicyParams) (*AgentInfo, error) {
-	body, err := json.Marshal(policy)
-	if err != nil {
-		return nil, errInvalid("spend_policy", "the spend policy does not encode as JSON")
-	}
-	return s.createAgent(owner, name, body, nil)
-}
-
 // createAgent creates and keys one agent (nil keys: a test and a live key).
 func (s *Server) createAgent(owner, name string, policy json.RawMessage, keys []SeedKey) (*AgentInfo, error) {
 	pr, policyErr := s.parsePolicy(policy, "spend_policy.", "spend_policy")

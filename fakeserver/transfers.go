@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -303,7 +302,7 @@ func visibleTo(a *account, t *transfer) bool {
 	return t.to != nil && t.to.owner == a
 }
 
-// ---- POST /v1/transfers ----
+// ---- parsing a payment ----
 
 // createTransferRequest is the create body. Pointers tell "absent" from
 // "empty"; a wrong JSON type is a 400 naming the field.
@@ -352,37 +351,7 @@ func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 	return p, nil
 }
 
-func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
-	if !s.kycOK(c.acct) { // KYC is answered before the body is looked at
-		return 0, nil, errKYC()
-	}
-	p, apiErr := parseCreateTransfer(c.body, s.assets)
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	return s.pay(c.key, p, c.failAtConfirm)
-}
-
-// ---- GET /v1/transfers/{transfer_id} ----
-
-func (s *Server) handleGetTransfer(c *call) (int, any, error) {
-	id := c.r.PathValue("transfer_id")
-	s.mu.Lock()
-	t := c.net.transfers.byID[id]
-	ok := t != nil && visibleTo(c.acct, t)
-	s.mu.Unlock()
-	if !ok {
-		return 0, nil, errNotFound("no transfer " + id)
-	}
-	if err := s.sealNotes(c.net, []*transfer{t}); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return http.StatusOK, transferViewLocked(t), nil
-}
-
-// ---- GET /v1/transfers ----
+// ---- listing ----
 
 // listQuery is a parsed list request.
 type listQuery struct {
@@ -520,27 +489,7 @@ func pageLocked(n *network, a *account, q listQuery) ([]*transfer, bool) {
 	return page, false
 }
 
-func (s *Server) handleListTransfers(c *call) (int, any, error) {
-	q, apiErr := parseListQuery(c.r.URL.Query())
-	if apiErr != nil {
-		return 0, nil, apiErr
-	}
-	s.mu.Lock()
-	page, more := pageLocked(c.net, c.acct, q)
-	s.mu.Unlock()
-	if err := s.sealNotes(c.net, page); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := &confpay.TransferList{Transfers: make([]*confpay.Transfer, 0, len(page)), HasMore: more}
-	for _, t := range page {
-		out.Transfers = append(out.Transfers, transferViewLocked(t))
-	}
-	return http.StatusOK, out, nil
-}
-
-// ---- the direct state API: transfers ----
+// ---- transfer records ----
 
 // TransferRecord is a transfer as the server's books hold it, amount and
 // memo included. It exists for test assertions; the /v1 interface never
@@ -594,34 +543,6 @@ func (s *Server) recordLocked(n *network, t *transfer) TransferRecord {
 	return r
 }
 
-// Transfer returns one transfer by id, from whichever network holds it.
-func (s *Server) Transfer(id string) (TransferRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, t := s.findTransferLocked(id)
-	if t == nil {
-		return TransferRecord{}, errNotFound("no transfer " + id)
-	}
-	return s.recordLocked(n, t), nil
-}
-
-// Transfers returns every transfer an account sent or received on a
-// network, newest first.
-func (s *Server) Transfers(accountRef string, n confpay.Network) ([]TransferRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, nw, err := s.accountOnLocked(accountRef, n)
-	if err != nil {
-		return nil, err
-	}
-	list := nw.transfers.byAcct[a]
-	out := make([]TransferRecord, 0, len(list))
-	for i := len(list) - 1; i >= 0; i-- {
-		out = append(out, s.recordLocked(nw, list[i]))
-	}
-	return out, nil
-}
-
 func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		n := s.nets[name]
@@ -630,4 +551,39 @@ func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 		}
 	}
 	return nil, nil
+}
+
+// transferFor is transfer id on n as acct sees it (sender, recipient, or
+// the owner of an agent party; anything else is 404), its note sealed.
+func (s *Server) transferFor(n *network, acct *account, id string) (*confpay.Transfer, error) {
+	s.mu.Lock()
+	t := n.transfers.byID[id]
+	ok := t != nil && visibleTo(acct, t)
+	s.mu.Unlock()
+	if !ok {
+		return nil, errNotFound("no transfer " + id)
+	}
+	if err := s.sealNotes(n, []*transfer{t}); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return transferViewLocked(t), nil
+}
+
+// transfersFor is the page q of acct's transfers on n, notes sealed.
+func (s *Server) transfersFor(n *network, acct *account, q listQuery) (*confpay.TransferList, error) {
+	s.mu.Lock()
+	page, more := pageLocked(n, acct, q)
+	s.mu.Unlock()
+	if err := s.sealNotes(n, page); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &confpay.TransferList{Transfers: make([]*confpay.Transfer, 0, len(page)), HasMore: more}
+	for _, t := range page {
+		out.Transfers = append(out.Transfers, transferViewLocked(t))
+	}
+	return out, nil
 }

@@ -1,0 +1,418 @@
+package fakeserver
+
+// The direct state API: what a Go test calls beside the wire, each method
+// one domain operation that takes the lock itself. The /_fake routes
+// (admin.go) call these. Seeds are in seed.go, faults in faults.go, the
+// moves of money a test makes by hand (Settle, FailTransfer) in pay.go,
+// and the clock on Server (server.go). The test helpers that take t are
+// in testing.go.
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+func accountViewLocked(a *account) AccountView {
+	v := AccountView{Account: *a.view(), Status: a.agentStatus, Domains: append([]string(nil), a.domains...)}
+	if a.owner != nil {
+		v.OwnerID = a.owner.id
+	}
+	return v
+}
+
+// Account returns an account (an agent included) by id or handle.
+func (s *Server) Account(accountRef string) (AccountView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return AccountView{}, err
+	}
+	return accountViewLocked(a), nil
+}
+
+// Accounts returns every account, agents included, oldest first.
+func (s *Server) Accounts() []AccountView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accountsLocked()
+}
+
+func (s *Server) accountsLocked() []AccountView {
+	all := make([]*account, 0, len(s.accounts))
+	for _, a := range s.accounts {
+		all = append(all, a)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	out := make([]AccountView, 0, len(all))
+	for _, a := range all {
+		out = append(out, accountViewLocked(a))
+	}
+	return out
+}
+
+// Snapshot returns the server's state. See the type for what it holds.
+func (s *Server) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{Accounts: s.accountsLocked(), Policies: map[string]confpay.SpendPolicy{}, Networks: map[confpay.Network]NetworkSnapshot{}}
+	for _, a := range s.accounts {
+		if a.policy != nil {
+			snap.Policies[a.id] = *a.policy.view()
+		}
+	}
+	for _, k := range s.keysByID {
+		snap.Keys = append(snap.Keys, k.info())
+	}
+	sort.Slice(snap.Keys, func(i, j int) bool { return snap.Keys[i].KeyID < snap.Keys[j].KeyID })
+	for name, n := range s.nets {
+		ns := NetworkSnapshot{
+			Balances:  map[string][]BookEntry{},
+			Supply:    map[string]string{},
+			Pending:   len(n.transfers.pending),
+			Transfers: map[string]TransferRecord{},
+			Held:      map[string]confpay.AgentTransaction{},
+			Webhooks:  s.hooks.AllSubscriptions(name),
+			Events:    s.hooks.EventCount(name),
+		}
+		for id, h := range n.held.byID {
+			v := *h.view()
+			v.EncryptedNote, v.NoteReaders = "", nil
+			ns.Held[id] = v
+		}
+		for _, id := range n.ledger.Accounts() {
+			ns.Balances[id] = s.booksLocked(n, s.accounts[id])
+		}
+		ns.Supply = n.ledger.Supply()
+		for id, t := range n.transfers.byID {
+			ns.Transfers[id] = s.recordLocked(n, t)
+		}
+		snap.Networks[name] = ns
+	}
+	return snap
+}
+
+// CreateAccount creates a personal or business account with one test and
+// one live API key.
+func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
+	n, apiErr := newAccount(p)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.createAccountLocked(n)
+}
+
+// IssueKey issues a new API key for an account (an agent included) on a
+// network. The key is in the answer only.
+func (s *Server) IssueKey(accountRef string, n confpay.Network, name string) (*NewKey, error) {
+	if n != confpay.NetworkTest && n != confpay.NetworkLive {
+		return nil, errInvalid("network", "network must be test or live")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = "default"
+	}
+	k := s.issueKeyLocked(a, n, name)
+	return &k, nil
+}
+
+// RevokeKey revokes a key at once.
+func (s *Server) RevokeKey(keyID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keysByID[keyID]
+	if !ok {
+		return errNotFound("no key " + keyID)
+	}
+	if k.revokedAt == nil {
+		now := s.clock.Now()
+		k.revokedAt = &now
+	}
+	return nil
+}
+
+// Keys lists an account's keys with their usage, oldest first.
+func (s *Server) Keys(accountRef string) ([]KeyInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return nil, err
+	}
+	var mine []*apiKey
+	for _, k := range s.keysByID {
+		if k.acct == a {
+			mine = append(mine, k)
+		}
+	}
+	sort.Slice(mine, func(i, j int) bool { return mine[i].seq < mine[j].seq })
+	out := make([]KeyInfo, 0, len(mine))
+	for _, k := range mine {
+		out = append(out, k.info())
+	}
+	return out, nil
+}
+
+// SetKYC changes an account's KYC status.
+func (s *Server) SetKYC(accountRef string, status confpay.KYCStatus) error {
+	if !validKYC(status) {
+		return errInvalid("kyc_status", "kyc_status must be unverified, pending, verified or enhanced")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	if a.isAgent() {
+		return errInvalid("kyc_status", "agents follow their owner's KYC status")
+	}
+	a.kyc = status
+	return nil
+}
+
+// SetAgentStatus sets an agent's status: active, paused or disabled.
+func (s *Server) SetAgentStatus(accountRef string, status confpay.AgentStatus) error {
+	switch status {
+	case confpay.AgentActive, confpay.AgentPaused, confpay.AgentDisabled:
+	default:
+		return errInvalid("status", "status must be active, paused or disabled")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	if !a.isAgent() {
+		return errInvalid("status", "only agents have a status")
+	}
+	a.agentStatus = status
+	return nil
+}
+
+// RegisterDomain registers an x402 payee domain to an account, so that
+// payments to that name reach it.
+func (s *Server) RegisterDomain(accountRef, domain string) error {
+	if !names.IsDomain(domain) {
+		return errInvalid("domain", "domain must be a DNS name such as api.example.com")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, err := s.lookupAccountLocked(accountRef)
+	if err != nil {
+		return err
+	}
+	d := strings.ToLower(domain)
+	if owner, taken := s.domains[d]; taken && owner != a {
+		return newError(http.StatusConflict, confpay.CodeInvalidRequest, "domain is registered to another account").withParam("domain")
+	}
+	if _, mine := s.domains[d]; !mine {
+		s.domains[d] = a
+		a.domains = append(a.domains, d)
+	}
+	return nil
+}
+
+// SetMaxHeldPerAgent sets how many payments may wait for the owner's
+// decision per agent and network (see WithMaxHeldPerAgent). Payments
+// already held stay held; n below 1 is taken as 1.
+func (s *Server) SetMaxHeldPerAgent(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxHeld = max(n, 1)
+}
+
+// HeldPayment returns the held agent payment id (atx_…) on either network,
+// whatever its status: pending_approval, approved (with its TransferID),
+// rejected or expired.
+func (s *Server) HeldPayment(id string) (*HeldPayment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		if r, ok := n.held.all[id]; ok {
+			return s.heldViewLocked(n, r), nil
+		}
+	}
+	return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held payment "+id)
+}
+
+// HeldPayments returns every payment held on a network for an agent, or
+// for all the agents of an owner, whatever its status, oldest first (in
+// the order they were held).
+func (s *Server) HeldPayments(accountRef string, n confpay.Network) ([]*HeldPayment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.accountOnLocked(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	var mine []heldRecord
+	for _, r := range nw.held.all {
+		if r.h.agent == a || r.h.agent.owner == a {
+			mine = append(mine, r)
+		}
+	}
+	slices.SortFunc(mine, func(x, y heldRecord) int {
+		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), cmp.Compare(x.seq, y.seq))
+	})
+	out := make([]*HeldPayment, 0, len(mine))
+	for _, r := range mine {
+		out = append(out, s.heldViewLocked(nw, r))
+	}
+	return out, nil
+}
+
+// Books returns an account's plaintext balances on a network, one entry per
+// asset it has ever held, sorted by asset. They are for test assertions;
+// compare them with what a decryption proof reveals.
+func (s *Server) Books(accountRef string, n confpay.Network) ([]BookEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.accountOnLocked(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.booksLocked(nw, a), nil
+}
+
+// Fund credits an account (an agent included) with amount of asset on a
+// network, as the dashboard's test funding does. amount is a decimal string
+// such as "100" or "0.25", at most the asset's decimals.
+func (s *Server) Fund(accountRef string, n confpay.Network, asset, amount string) error {
+	units, apiErr := s.assets.parseUnits("amount", asset, amount)
+	if apiErr != nil {
+		return apiErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.accountOnLocked(accountRef, n)
+	if err != nil {
+		return err
+	}
+	if apiErr := s.fundLocked(nw, a, asset, units); apiErr != nil {
+		return apiErr
+	}
+	return nil
+}
+
+// Transfer returns one transfer by id, from whichever network holds it.
+func (s *Server) Transfer(id string) (TransferRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t := s.findTransferLocked(id)
+	if t == nil {
+		return TransferRecord{}, errNotFound("no transfer " + id)
+	}
+	return s.recordLocked(n, t), nil
+}
+
+// Transfers returns every transfer an account sent or received on a
+// network, newest first.
+func (s *Server) Transfers(accountRef string, n confpay.Network) ([]TransferRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.accountOnLocked(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	list := nw.transfers.byAcct[a]
+	out := make([]TransferRecord, 0, len(list))
+	for i := len(list) - 1; i >= 0; i-- {
+		out = append(out, s.recordLocked(nw, list[i]))
+	}
+	return out, nil
+}
+
+// SubscribeHandler subscribes h, an http.Handler in this process, to the
+// events of kinds (every kind when none is given) of the account
+// accountRef on network n, signed with secret. Deliveries reach h through
+// an in-memory connection: no socket, no URL to know in advance, so a
+// test's own webhook handler can be given the secret before the first
+// event, and a whole test with webhooks can run inside a testing/synctest
+// bubble. Everything else is as for a subscription made with POST
+// /v1/webhooks: the same signing, schedule, records, replay and limit of
+// subscriptions; /v1 lists it with a URL on the .invalid domain.
+func (s *Server) SubscribeHandler(accountRef string, n confpay.Network, h http.Handler, secret confpay.Secret, kinds ...confpay.EventKind) (*confpay.Webhook, error) {
+	if h == nil {
+		return nil, errInvalid("handler", "the handler is nil")
+	}
+	if !strings.HasPrefix(secret.Reveal(), "whsec_") || len(secret.Reveal()) < len("whsec_")+16 {
+		return nil, errInvalid("secret", `the secret must start with "whsec_" and hold at least 16 more characters`)
+	}
+	events := make([]string, len(kinds))
+	for i, k := range kinds {
+		events[i] = string(k)
+	}
+	if len(events) == 0 {
+		events = webhookverify.Kinds()
+	}
+	if apiErr := checkEventKinds(events); apiErr != nil {
+		return nil, apiErr
+	}
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.hooks.Subscribe(n, acct, s.receivers.add(h), events, secret)
+	if err != nil {
+		return nil, hooksError(err)
+	}
+	return w, nil
+}
+
+// Events returns the events recorded for accountRef on network n (those
+// its subscriptions receive or could replay), oldest first, from the
+// 30-day history window. Events are recorded whether or not anyone
+// subscribed.
+func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	recs := s.hooks.Events(n, acct)
+	out := make([]EventRecord, len(recs))
+	for i, r := range recs {
+		out[i] = EventRecord{ID: r.ID, Kind: confpay.EventKind(r.Kind), At: r.At, Payload: r.Payload}
+	}
+	return out, nil
+}
+
+// Deliveries returns the delivery records of accountRef's live
+// subscriptions on network n: per subscription (oldest subscription
+// first), oldest delivery first.
+func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRecord, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.hooks.DeliveryRecords(n, acct), nil
+}
+
+// CreateAgent creates an agent of owner (a handle or account id) with a
+// spend policy, as POST /v1/accounts/me/agents does with the owner's key
+// (same checks, same errors), and issues it one test and one live API key
+// named "default".
+func (s *Server) CreateAgent(owner, name string, policy confpay.SpendPolicyParams) (*AgentInfo, error) {
+	body, err := json.Marshal(policy)
+	if err != nil {
+		return nil, errInvalid("spend_policy", "the spend policy does not encode as JSON")
+	}
+	return s.createAgent(owner, name, body, nil)
+}
