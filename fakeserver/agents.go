@@ -12,6 +12,7 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
@@ -48,7 +49,8 @@ import (
 // decision and each agent's rolling spend window. Guarded by s.mu.
 type heldBook struct {
 	// byID holds payments awaiting a decision and expired ones (which
-	// answer 409 for ever after). A decided payment is removed: a second
+	// answer 409 for the 30-day history window, then are forgotten: 404
+	// like any unknown id). A decided payment is removed: a second
 	// decision is 404.
 	byID map[string]*heldTx
 	// pending is each owner's payments awaiting a decision.
@@ -61,6 +63,11 @@ type heldBook struct {
 	// all is every payment ever held on the network, decided ones
 	// included, for the direct API (held.go).
 	all map[string]heldRecord
+	// order is the payments of all in the order they were held, for
+	// pruning; lastPrune is when the book was last pruned (server time).
+	order     []*heldTx
+	lastPrune time.Time
+	seq       int // numbers the payments held, for the direct API's order
 }
 
 func (b *heldBook) init() {
@@ -69,6 +76,34 @@ func (b *heldBook) init() {
 	b.waiting = map[*account]int{}
 	b.spend = map[*account]*spendWindow{}
 	b.all = map[string]heldRecord{}
+	b.order = nil
+	b.lastPrune = time.Time{}
+	b.seq = 0
+}
+
+// pruneLocked forgets the payments decided or expired before the 30-day
+// history window at now (the direct API's records and the expired ones'
+// 409), at most once per hour of server time, so that an agent held at
+// its cap for months keeps memory flat. Payments still waiting stay.
+func (b *heldBook) pruneLocked(now time.Time) {
+	if now.Sub(b.lastPrune) < time.Hour && !now.Before(b.lastPrune) {
+		return
+	}
+	b.lastPrune = now
+	cutoff := now.Add(-hooks.HistoryWindow)
+	i := 0
+	for ; i < len(b.order); i++ {
+		h := b.order[i]
+		if h.status == heldPending || !h.expiresAt.Before(cutoff) {
+			break
+		}
+		delete(b.all, h.id)
+		delete(b.byID, h.id)
+	}
+	if i > 0 {
+		clear(b.order[:i])
+		b.order = append(b.order[:0:0], b.order[i:]...)
+	}
 }
 
 // window returns the agent's spend window, creating it.

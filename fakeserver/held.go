@@ -28,7 +28,9 @@ type heldRecord struct {
 
 // record keeps h for the direct API. s.mu is held.
 func (b *heldBook) record(h *heldTx) {
-	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo, seq: len(b.all)}
+	b.seq++
+	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo, seq: b.seq}
+	b.order = append(b.order, h)
 }
 
 // HeldPayment is an agent payment held for its owner's decision, as the

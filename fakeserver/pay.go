@@ -488,6 +488,7 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 		requestedAt:  now,
 		expiresAt:    now.Add(s.opts.approvalWindow),
 	}
+	n.held.pruneLocked(now)
 	n.held.byID[h.id] = h
 	n.held.record(h)
 	owner := h.agent.owner
