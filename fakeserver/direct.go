@@ -402,7 +402,12 @@ func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRec
 	if err != nil {
 		return nil, err
 	}
-	return s.hooks.DeliveryRecords(n, acct), nil
+	recs := s.hooks.DeliveryRecords(n, acct)
+	out := make([]DeliveryRecord, len(recs))
+	for i, r := range recs {
+		out[i] = DeliveryRecord{WebhookID: r.WebhookID, Delivery: r.Delivery}
+	}
+	return out, nil
 }
 
 // CreateAgent creates an agent of owner (a handle or account id) with a

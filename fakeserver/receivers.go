@@ -8,7 +8,6 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
-	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -111,7 +110,13 @@ func (r EventRecord) Event() (webhookverify.Event, error) { return webhookverify
 
 // DeliveryRecord is the record of one delivery, with the subscription it
 // went to.
-type DeliveryRecord = hooks.DeliveryRecord
+type DeliveryRecord struct {
+	// WebhookID is the subscription the delivery went to.
+	WebhookID string
+	// Delivery is the record as GET /v1/webhooks/{id}/deliveries shows
+	// it: id, event, status, attempts, last and next attempt.
+	confpay.Delivery
+}
 
 // accountID resolves accountRef and checks n.
 func (s *Server) accountID(accountRef string, n confpay.Network) (string, error) {
