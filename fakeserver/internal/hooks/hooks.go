@@ -51,6 +51,9 @@ const (
 	// the history window: often enough that memory stays flat, rarely
 	// enough that a pass is spread over many events.
 	pruneInterval = time.Hour
+	// DefaultMaxWaiting is how many attempts may wait behind the one in
+	// flight to a subscription (Config.MaxWaiting).
+	DefaultMaxWaiting = 1000
 	// trackSlack is how much longer than the delivery timeout a clock
 	// call waits for an attempt: its answer is recorded just after.
 	trackSlack = time.Second
@@ -106,6 +109,12 @@ type Config struct {
 	// Transport makes the POSTs (it dials, guards and holds TLS config).
 	Transport http.RoundTripper
 	Log       *slog.Logger
+	// MaxWaiting bounds the attempts waiting behind the one in flight to
+	// a subscription (0: DefaultMaxWaiting). An attempt due when the
+	// queue is full fails its delivery at once, so a receiver that falls
+	// behind an endless stream of events costs bounded memory; the event
+	// can be replayed.
+	MaxWaiting int
 }
 
 // Hooks holds both networks' subscriptions, events and deliveries.
@@ -251,6 +260,9 @@ func New(cfg Config) *Hooks {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	cfg.Workers = max(1, cfg.Workers)
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = DefaultMaxWaiting
+	}
 	h := &Hooks{cfg: cfg}
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
 	h.pool = h.startPool()
@@ -483,8 +495,13 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 	if h.pool == nil || d.cancelled {
 		return
 	}
-	j := job{d: d, done: h.cfg.Clock.Track(h.cfg.Timeout + trackSlack)}
 	sub := d.sub
+	if sub.inFlight && len(sub.waiting) >= h.cfg.MaxWaiting {
+		d.status = confpay.DeliveryFailed // the receiver is too far behind
+		d.nextAttemptAt = nil
+		return
+	}
+	j := job{d: d, done: h.cfg.Clock.Track(h.cfg.Timeout + trackSlack)}
 	if sub.inFlight {
 		sub.waiting = append(sub.waiting, j)
 		return
