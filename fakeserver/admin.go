@@ -260,14 +260,24 @@ func (s *Server) adminBooks(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"account_id": v.AccountID, "handle": v.Handle, "network": n, "balances": books}, nil
 }
 
-func (s *Server) adminListTransfers(c *call) (int, any, error) {
+// adminAccountQuery reads the ?account=&network= of a /_fake listing: the
+// account is required, the network defaults to test.
+func adminAccountQuery(c *call) (confpay.Network, string, *apiError) {
 	n, apiErr := adminNetwork(c)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return "", "", apiErr
 	}
 	ref := c.r.URL.Query().Get("account")
 	if ref == "" {
-		return 0, nil, errInvalid("account", "the account query parameter is required")
+		return "", "", errInvalid("account", "the account query parameter is required")
+	}
+	return n, ref, nil
+}
+
+func (s *Server) adminListTransfers(c *call) (int, any, error) {
+	n, ref, apiErr := adminAccountQuery(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
 	}
 	ts, err := s.Transfers(ref, n)
 	if err != nil {
@@ -505,13 +515,9 @@ func (s *Server) adminGetHeld(c *call) (int, any, error) {
 }
 
 func (s *Server) adminListHeld(c *call) (int, any, error) {
-	n, apiErr := adminNetwork(c)
+	n, ref, apiErr := adminAccountQuery(c)
 	if apiErr != nil {
 		return 0, nil, apiErr
-	}
-	ref := c.r.URL.Query().Get("account")
-	if ref == "" {
-		return 0, nil, errInvalid("account", "the account query parameter is required")
 	}
 	ps, err := s.HeldPayments(ref, n)
 	if err != nil {

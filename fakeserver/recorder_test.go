@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -194,10 +195,10 @@ func TestRecorderReportsForgedDeliveries(t *testing.T) {
 	rec := srv.Record(ft, "@alice")
 	req, _ := http.NewRequest(http.MethodPost, rec.Webhook().URL, strings.NewReader(`{"event":"transfer.initiated"}`))
 	req.Header.Set(webhookverify.SignatureHeader, "t=1,v1=00")
-	w := &statusRecorder{header: http.Header{}}
+	w := httptest.NewRecorder()
 	rec.ServeHTTP(w, req)
-	if w.status != http.StatusBadRequest || len(rec.Problems()) != 1 {
-		t.Fatalf("forged delivery: status %d, problems %v", w.status, rec.Problems())
+	if w.Code != http.StatusBadRequest || len(rec.Problems()) != 1 {
+		t.Fatalf("forged delivery: status %d, problems %v", w.Code, rec.Problems())
 	}
 	ft.runCleanups()
 	if !strings.Contains(ft.failed, "failed verification") || strings.Contains(ft.failed, rec.Secret().Reveal()) {
@@ -247,13 +248,3 @@ func (f *recordingT) runCleanups() {
 		f.cleanups[i]()
 	}
 }
-
-// statusRecorder is the least http.ResponseWriter.
-type statusRecorder struct {
-	header http.Header
-	status int
-}
-
-func (w *statusRecorder) Header() http.Header         { return w.header }
-func (w *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
-func (w *statusRecorder) WriteHeader(code int)        { w.status = code }
