@@ -15,8 +15,11 @@ import (
 )
 
 // holdAll holds every payment (threshold 0) under limits far above the
-// balances the tests probe.
-var holdAll = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("1000000"), HITLThresholdUSDG: agLimit("0")}
+// balances the tests probe. The daily limit is ten per-transaction limits,
+// so approving what the balance covers never makes the daily limit, rather
+// than the balance, refuse the next approval, whatever order the pending
+// list gives payments requested in the same instant.
+var holdAll = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("10000000"), PerTransactionLimitUSDG: agLimit("1000000"), HITLThresholdUSDG: agLimit("0")}
 
 // handlerCall sends one request straight to srv.Handler(), with no network,
 // and returns the answer.
