@@ -35,7 +35,10 @@
 //
 // # Layout
 //
-// Handlers (api_*.go for /v1, admin.go for /_fake) parse, call one domain
+// The HTTP pipeline (routes, request id, body limit, authentication,
+// faults, idempotency, strict JSON, error rendering) is http.go, the
+// listener's settings httpserver.go. Handlers (api_*.go for /v1, admin.go
+// for /_fake) parse, call one domain
 // operation and render; they never lock (TestHandlersNeverLock). The money
 // path is pay.go; accounts, keys and agents are accounts.go, agents.go and
 // policy.go; the direct state API a test calls is direct.go (seeds in

@@ -1,0 +1,405 @@
+package fakeserver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/internal/strictjson"
+)
+
+// route is one method on one path.
+type route struct {
+	method string
+	auth   bool // needs a bearer key
+	h      handlerFunc
+}
+
+// handlerFunc handles one API call: it returns the status and the value to
+// encode as JSON (nil for no body), or an error (an *apiError, or any other
+// error, which becomes a 500 without detail).
+type handlerFunc func(c *call) (int, any, error)
+
+// call is one request as the handlers see it.
+type call struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	reqID string
+	body  []byte   // the whole request body, read under MaxBodyBytes
+	acct  *account // the key's account (nil on admin routes)
+	key   *apiKey
+	net   *network // the key's network (nil on admin routes)
+	// header is extra response headers the handler wants set.
+	header http.Header
+
+	// Set by a scripted fault: drop the connection once the call is
+	// answered; make the transfer it creates fail at confirmation.
+	drop          bool
+	reset         bool // write part of the answer, then close
+	failAtConfirm bool
+	delay         time.Duration // hold the call this long (server time) first
+}
+
+// routes builds the whole HTTP face. It is the support matrix in code.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	table := map[string][]route{
+		"/v1/accounts/me":                                  {{"GET", true, s.handleMe}},
+		"/v1/accounts/me/balances":                         {{"GET", true, s.handleBalances}},
+		"/v1/accounts/me/agents":                           {{"GET", true, s.handleListAgents}, {"POST", true, s.handleCreateAgent}},
+		"/v1/agents/{account_id}/spend-policy":             {{"GET", true, s.handleGetPolicy}, {"PATCH", true, s.handleUpdatePolicy}},
+		"/v1/agents/transactions/pending":                  {{"GET", true, s.handleListPending}},
+		"/v1/agents/transactions/{transaction_id}/approve": {{"POST", true, s.handleApprove}},
+		"/v1/agents/transactions/{transaction_id}/reject":  {{"POST", true, s.handleReject}},
+		"/v1/transfers":                                    {{"GET", true, s.handleListTransfers}, {"POST", true, s.handleCreateTransfer}},
+		"/v1/transfers/{transfer_id}":                      {{"GET", true, s.handleGetTransfer}},
+		"/v1/webhooks":                                     {{"GET", true, s.handleListWebhooks}, {"POST", true, s.handleCreateWebhook}},
+		"/v1/webhooks/{webhook_id}":                        {{"DELETE", true, s.handleDeleteWebhook}},
+		"/v1/webhooks/{webhook_id}/replay/{event_id}":      {{"POST", true, s.handleReplay}},
+		"/v1/webhooks/{webhook_id}/deliveries":             {{"GET", true, s.handleDeliveries}},
+	}
+	for path, rs := range s.adminRoutes() {
+		table[path] = rs
+	}
+	for path, rs := range table {
+		mux.Handle(path, s.dispatch(rs))
+	}
+	mux.Handle("/", s.dispatch(nil))
+	// The request id is set before the mux runs, so that even its own
+	// answers (redirects of unclean paths) carry one.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Whatever listener this came through is the server's own: no
+		// webhook may deliver to it (selfguard.go).
+		s.self.learnNetAddr(r.Context().Value(http.LocalAddrContextKey))
+		w.Header().Set("X-Request-Id", names.NewID("req_"))
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// dispatch picks the route for the method and runs it through the one
+// request pipeline: request id, faults, body limit, auth, idempotency.
+func (s *Server) dispatch(rs []route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
+		if c.reqID == "" {
+			c.reqID = names.NewID("req_")
+			w.Header().Set("X-Request-Id", c.reqID)
+		}
+		if apiErr := s.checkAdminToken(r); apiErr != nil {
+			s.refuseUnread(c, apiErr)
+			return
+		}
+		if rs == nil {
+			s.writeError(c, errNotFound("no such path"))
+			return
+		}
+		var rt *route
+		var allow []string
+		for i := range rs {
+			allow = append(allow, rs[i].method)
+			if rs[i].method == r.Method {
+				rt = &rs[i]
+			}
+		}
+		if rt == nil {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(c, newError(http.StatusMethodNotAllowed, confpay.CodeMethodNotAllowed, "method not allowed on this path"))
+			return
+		}
+		s.serve(c, rt)
+	})
+}
+
+// serve runs the pipeline for one matched route.
+func (s *Server) serve(c *call, rt *route) {
+	r := c.r
+	// The key is checked before a byte of the body is read, so that a
+	// caller without one cannot hold the server reading (httpserver.go).
+	if rt.auth {
+		if apiErr := s.authenticate(c); apiErr != nil {
+			s.refuseUnread(c, apiErr)
+			return
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		s.writeError(c, newError(http.StatusBadRequest, confpay.CodeInvalidRequest, "could not read the request body"))
+		return
+	}
+	if len(body) > MaxBodyBytes {
+		s.writeError(c, newError(http.StatusRequestEntityTooLarge, confpay.CodeRequestTooLarge, "request body is over 1 MiB"))
+		return
+	}
+	c.body = body
+	// A query that does not parse (a ";" separator, a bad "%" escape) is
+	// refused, never read as whatever part of it parsed.
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		s.writeError(c, errInvalid("query", "the query string does not parse: separate parameters with & and escape with %XX"))
+		return
+	}
+	if rt.auth { // faults script the /v1 interface, never the admin one
+		if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+			if done := s.applyFault(c, f, rt); done {
+				return
+			}
+		}
+	}
+	switch {
+	case c.drop:
+		// Run the call in full into a buffer, then drop the connection
+		// without a byte of the answer.
+		real := c.w
+		c.w = &discardWriter{header: http.Header{}}
+		defer dropConnection(real)
+	case c.reset:
+		// Run the call in full, then send part of its answer and close.
+		real := c.w
+		cw := &discardWriter{header: real.Header().Clone()}
+		c.w = cw
+		defer resetConnection(real, cw)
+	}
+	if rt.auth && r.Method != http.MethodGet {
+		s.serveIdempotent(c, rt)
+		return
+	}
+	s.finish(c, rt.h)
+}
+
+// discardWriter swallows an answer that will never be sent in full,
+// keeping its status.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(status int)      { d.status = status }
+
+// resetConnection sends the status line and headers of the answer cw
+// swallowed, without the blank line that ends them, and closes the
+// connection (HTTP/1); elsewhere it aborts the handler, which resets the
+// stream. The client has received bytes, so no transport resends the
+// request by itself.
+func resetConnection(w http.ResponseWriter, cw *discardWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, buf, err := hj.Hijack(); err == nil {
+			status := cw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			_, _ = fmt.Fprintf(buf, "HTTP/1.1 %03d %s\r\n", status, http.StatusText(status))
+			_ = cw.header.Write(buf)
+			_ = buf.Flush()
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// dropConnection closes the client's connection without an answer: by
+// hijacking it (HTTP/1), or else by aborting the handler, which net/http
+// turns into a closed connection or a reset stream.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// run runs a handler, after the delay a fault asked for.
+func (s *Server) run(c *call, h handlerFunc) (int, any, error) {
+	if c.delay > 0 && !s.hold(c, c.delay) {
+		return 0, nil, newError(http.StatusServiceUnavailable, "request_abandoned", "the request was abandoned while held by a delay fault")
+	}
+	return h(c)
+}
+
+// finish runs a handler and writes its answer.
+func (s *Server) finish(c *call, h handlerFunc) {
+	status, v, err := s.run(c, h)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	s.writeJSON(c, status, v)
+}
+
+// render turns a handler's answer into the bytes to send (one JSON value
+// and a newline).
+func render(status int, v any) (int, []byte) {
+	if v == nil {
+		return status, nil
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return http.StatusInternalServerError, []byte(`{"code":"internal_error","message":"could not encode the answer"}` + "\n")
+	}
+	return status, buf.Bytes()
+}
+
+// writeJSON encodes v straight into the answer (the encoder's buffer is
+// pooled, so a large list costs no copy). The wire types cannot fail to
+// encode.
+func (s *Server) writeJSON(c *call, status int, v any) {
+	if v == nil {
+		s.writeRaw(c, status, nil)
+		return
+	}
+	h := c.w.Header()
+	for k, vs := range c.header {
+		h[k] = vs
+	}
+	h.Set("Content-Type", "application/json")
+	c.w.WriteHeader(status)
+	_ = json.NewEncoder(c.w).Encode(v)
+}
+
+func (s *Server) writeRaw(c *call, status int, b []byte) {
+	h := c.w.Header()
+	for k, vs := range c.header {
+		h[k] = vs
+	}
+	if b != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	c.w.WriteHeader(status)
+	if b != nil {
+		_, _ = c.w.Write(b)
+	}
+}
+
+// writeError renders any error as the flat error body.
+func (s *Server) writeError(c *call, err error) {
+	status, body := errorAnswer(c.reqID, err)
+	if e, ok := err.(*apiError); ok && e.retryAfter != "" {
+		c.header.Set("Retry-After", e.retryAfter)
+	}
+	s.writeJSON(c, status, body)
+}
+
+// errorAnswer maps an error to its status and flat body.
+func errorAnswer(reqID string, err error) (int, any) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = newError(http.StatusInternalServerError, confpay.CodeInternal, "internal error")
+	}
+	body := e.body
+	body.RequestID = reqID
+	return e.status, body
+}
+
+// ---- errors ----
+
+// apiError is an error answer: its status and flat body.
+type apiError struct {
+	status int
+	body   confpay.ErrorBody
+	// retryAfter, when set, is sent as Retry-After (seconds).
+	retryAfter string
+}
+
+func (e *apiError) Error() string { return string(e.body.Code) + ": " + e.body.Message }
+
+func newError(status int, code confpay.ErrorCode, msg string) *apiError {
+	return &apiError{status: status, body: confpay.ErrorBody{Code: code, Message: msg}}
+}
+
+// withParam names the request field at fault.
+func (e *apiError) withParam(p string) *apiError { e.body.Param = p; return e }
+
+// withRule names the policy rule that refused a payment.
+func (e *apiError) withRule(r string) *apiError { e.body.Rule = r; return e }
+
+// withReason names why a decryption proof was refused.
+func (e *apiError) withReason(r string) *apiError { e.body.Reason = r; return e }
+
+// errInvalid is 400 invalid_request naming the field.
+func errInvalid(param, msg string) *apiError {
+	return newError(http.StatusBadRequest, confpay.CodeInvalidRequest, msg).withParam(param)
+}
+
+// errNotFound is 404 not_found: unknown, or not yours (existence never leaks).
+func errNotFound(msg string) *apiError {
+	return newError(http.StatusNotFound, confpay.CodeNotFound, msg)
+}
+
+// ---- JSON input ----
+
+// decodeStrict decodes a JSON object body into v (a pointer to a struct)
+// with internal/strictjson: one object, nothing after it, no unknown
+// member, no member name given twice at any depth, no case variant of a
+// documented name, every value of the right type. A refusal is 400
+// invalid_request whose param is the documented name or dotted path of the
+// member at fault ("body" for the body as a whole), taken from the
+// decoder's own walk, never from an error text, so the answer is the same
+// on every Go release. An empty body decodes as {}.
+func decodeStrict(body []byte, v any) *apiError {
+	err := strictjson.Decode(body, v)
+	if err == nil {
+		return nil
+	}
+	var se *strictjson.Error
+	if errors.As(err, &se) && se.Path != "" {
+		return errInvalid(se.Path, se.Error())
+	}
+	return errInvalid("body", "the body must be one valid JSON object")
+}
+
+// bearerCredential returns the credential of the request's Authorization
+// header when there is exactly one such header and it uses the Bearer
+// scheme, matched without regard to case (RFC 9110 §11.1): "Bearer",
+// "bearer" and "BEARER" all do. Two Authorization headers are refused
+// rather than one of them picked. The credential is one token: no space,
+// tab or comma.
+func bearerCredential(r *http.Request) (string, bool) {
+	vs := r.Header.Values("Authorization")
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, rest, ok := strings.Cut(vs[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred := strings.TrimLeft(rest, " ")
+	if cred == "" || strings.ContainsAny(cred, " \t,") {
+		return "", false
+	}
+	return cred, true
+}
+
+// isAdminPath reports whether path is under the /_fake admin interface.
+func isAdminPath(path string) bool {
+	return path == "/_fake" || strings.HasPrefix(path, "/_fake/")
+}
+
+// checkAdminToken answers 401 to an admin request without the admin token,
+// when the server has one (WithAdminToken). The hashes are compared in
+// constant time; the token never reaches a log or an answer.
+func (s *Server) checkAdminToken(r *http.Request) *apiError {
+	want := s.opts.adminTokenHash
+	if want == nil || !isAdminPath(r.URL.Path) {
+		return nil
+	}
+	cred, ok := bearerCredential(r)
+	got := sha256.Sum256([]byte(cred))
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !ok {
+		return newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid admin token")
+	}
+	return nil
+}
