@@ -421,3 +421,22 @@ func (s *Server) CreateAgent(owner, name string, policy confpay.SpendPolicyParam
 	}
 	return s.createAgent(owner, name, body, nil)
 }
+
+// heldViewLocked renders a held payment for the direct API. A payment
+// still waiting at or after its expires_at is expired first, as a
+// decision would find it (a real clock's timer may trail by a moment).
+func (s *Server) heldViewLocked(n *network, r heldRecord) *HeldPayment {
+	h := r.h
+	if h.status == heldPending && !s.clock.Now().Before(h.expiresAt) {
+		s.expireLocked(n, h)
+	}
+	v := h.view()
+	dec, _ := s.assets.decimals(h.asset)
+	return &HeldPayment{
+		AgentTransaction: *v,
+		Network:          n.name,
+		AgentID:          h.agent.id,
+		Amount:           confpay.AmountFromUnits(r.units, dec),
+		Memo:             r.memo,
+	}
+}

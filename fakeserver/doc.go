@@ -22,7 +22,7 @@
 // every answer), authentication with hashed keys and immediate revocation,
 // per-key usage, networks selected by the key prefix with fully separate
 // state, KYC gating, recipients, exact amounts, reservations, idempotency,
-// pagination, spend policies and held payments (agents.go, policy.go),
+// pagination, spend policies and held payments (held.go, pay.go),
 // webhook subscriptions, signing and retries (internal/hooks), and
 // the confidentiality protocol: balance ciphertexts, decryption-proof
 // verification and sealed notes (package decrypt).
@@ -38,14 +38,27 @@
 // The HTTP pipeline (routes, request id, body limit, authentication,
 // faults, idempotency, strict JSON, error rendering) is http.go, the
 // listener's settings httpserver.go. Handlers (api_*.go for /v1, admin.go
-// for /_fake) parse, call one domain
-// operation and render; they never lock (TestHandlersNeverLock). The money
-// path is pay.go; accounts, keys and agents are accounts.go, agents.go and
-// policy.go; the direct state API a test calls is direct.go (seeds in
+// for /_fake) parse, call one domain operation and render; they never lock
+// (TestHandlersNeverLock). The domain files, lowest first, each referring
+// only to the ones before it and to Server (TestDomainFilesAreLayered):
+//
+//	assets.go     the asset table
+//	policy.go     an agent's spend-policy value (rules in internal/rules)
+//	identity.go   accounts, agents, API keys, KYC, lookups, authentication
+//	ledger.go     the books per network (internal/ledger), funding
+//	transfers.go  transfers, their records, notes and listing
+//	held.go       an agent's spend window and its held payments
+//	events.go     what operations announce to internal/hooks
+//	views.go      the domain as wire types, and the /v1 reads
+//	balances.go   balances and decryption proofs
+//	pay.go        the money path: pay, approve, reject, confirm, fail
+//	agents.go     an owner's agent operations: create, change the policy
+//
+// Above them: the direct state API a test calls, direct.go (seeds in
 // seed.go, test helpers that take t in testing.go, the webhook recorder in
-// recorder.go). Under internal/: clock, ledger, hooks (webhooks, with their
-// own lock), idempotency, names and rules. No internal package imports
-// fakeserver (TestLayout).
+// recorder.go, faults in faults.go). Under internal/: clock, ledger, hooks
+// (webhooks, with their own lock), idempotency, names and rules. No
+// internal package imports fakeserver (TestLayout).
 //
 // # Support matrix
 //

@@ -233,19 +233,6 @@ func (s *Server) pendingTransferLocked(id string) (*network, *transfer, error) {
 
 // ---- the steps, under s.mu ----
 
-// payment is a request to move money: a direct transfer, an agent payment,
-// or an approved held payment being submitted.
-type payment struct {
-	from         *account
-	to           *account       // nil for an external wallet
-	toAddr       common.Address // the recipient's address
-	toText       string         // the recipient as the payer wrote it
-	asset        string
-	units        *big.Int // base units of asset, > 0
-	confidential bool
-	memo         string
-}
-
 // resolveRecipientLocked resolves a handle, agent handle, 0x address or
 // registered domain: 404 recipient_not_found, or 400 for a bad address.
 // An unknown address is an external wallet: (nil, address, nil).

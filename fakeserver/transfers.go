@@ -256,42 +256,7 @@ func (s *Server) sealNotes(n *network, ts []*transfer) error {
 	return nil
 }
 
-// ---- views ----
-
-// transferViewLocked is a transfer as the API shows it (retrieve and list
-// items): never the amount.
-func transferViewLocked(t *transfer) *confpay.Transfer {
-	v := &confpay.Transfer{
-		TransferID:   t.id,
-		Status:       t.status,
-		From:         t.from.handle,
-		To:           t.toText,
-		Asset:        t.asset,
-		Confidential: t.confidential,
-		TxHash:       t.txHash,
-		CreatedAt:    t.createdAt,
-		ConfirmedAt:  t.confirmedAt,
-		FailedAt:     t.failedAt,
-	}
-	if t.note != "" {
-		v.EncryptedNote = t.note
-		v.NoteReaders = noteReaderHex(t)
-	}
-	return v
-}
-
-// createView is the create answer: the spec's fields plus asset.
-func createView(t *transfer) *confpay.Transfer {
-	return &confpay.Transfer{
-		TransferID:   t.id,
-		Status:       t.status,
-		To:           t.toText,
-		Asset:        t.asset,
-		Confidential: t.confidential,
-		TxHash:       t.txHash,
-		CreatedAt:    t.createdAt,
-	}
-}
+// ---- visibility ----
 
 // visibleTo reports whether a may read t: its sender, its recipient, or the
 // owner of an agent that is either.
@@ -303,6 +268,19 @@ func visibleTo(a *account, t *transfer) bool {
 }
 
 // ---- parsing a payment ----
+
+// payment is a request to move money: a direct transfer, an agent payment,
+// or an approved held payment being submitted.
+type payment struct {
+	from         *account
+	to           *account       // nil for an external wallet
+	toAddr       common.Address // the recipient's address
+	toText       string         // the recipient as the payer wrote it
+	asset        string
+	units        *big.Int // base units of asset, > 0
+	confidential bool
+	memo         string
+}
 
 // createTransferRequest is the create body. Pointers tell "absent" from
 // "empty"; a wrong JSON type is a 400 naming the field.
@@ -551,39 +529,4 @@ func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 		}
 	}
 	return nil, nil
-}
-
-// transferFor is transfer id on n as acct sees it (sender, recipient, or
-// the owner of an agent party; anything else is 404), its note sealed.
-func (s *Server) transferFor(n *network, acct *account, id string) (*confpay.Transfer, error) {
-	s.mu.Lock()
-	t := n.transfers.byID[id]
-	ok := t != nil && visibleTo(acct, t)
-	s.mu.Unlock()
-	if !ok {
-		return nil, errNotFound("no transfer " + id)
-	}
-	if err := s.sealNotes(n, []*transfer{t}); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return transferViewLocked(t), nil
-}
-
-// transfersFor is the page q of acct's transfers on n, notes sealed.
-func (s *Server) transfersFor(n *network, acct *account, q listQuery) (*confpay.TransferList, error) {
-	s.mu.Lock()
-	page, more := pageLocked(n, acct, q)
-	s.mu.Unlock()
-	if err := s.sealNotes(n, page); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := &confpay.TransferList{Transfers: make([]*confpay.Transfer, 0, len(page)), HasMore: more}
-	for _, t := range page {
-		out.Transfers = append(out.Transfers, transferViewLocked(t))
-	}
-	return out, nil
 }

@@ -16,7 +16,14 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
+
+// Identities: accounts (people, businesses and agents), their API keys,
+// KYC, lookups by id, handle or address, and authentication. Identities
+// and keys are shared by both networks; all of it is guarded by s.mu. An
+// agent's policy value is policy.go; what it spends and has held, per
+// network, is held.go.
 
 // account is an identity: a person, a business or an agent. Identities are
 // shared by both networks.
@@ -81,19 +88,13 @@ func (a *account) kycOK() bool {
 	return k == confpay.KYCVerified || k == confpay.KYCEnhanced
 }
 
-func (a *account) view() *confpay.Account {
-	v := &confpay.Account{
-		AccountID: a.id,
-		Handle:    a.handle,
-		Type:      a.typ,
-		PublicKey: a.address.Hex(),
-		KYCStatus: a.kycStatus(),
-		CreatedAt: a.createdAt,
+// spendPolicyID is the id of an agent's spend policy, "" for an account
+// that has none.
+func (a *account) spendPolicyID() string {
+	if a.policy == nil {
+		return ""
 	}
-	if k := a.encryptionKey(); k != nil {
-		v.EncryptionKey = k.Hex()
-	}
-	return v
+	return a.policy.id
 }
 
 // apiKey is a bearer key. Only its SHA-256 is kept.
@@ -350,6 +351,61 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 	return NewKey{KeyID: k.id, APIKey: confpay.Secret(secret), Network: n, Name: name, CreatedAt: k.createdAt}
 }
 
+// ---- agents ----
+
+// createAgentLocked creates owner's agent name with policy pr: the one
+// path of POST /v1/accounts/me/agents, CreateAgent and seeds. Its checks,
+// in order: the owner is no agent (403), its KYC is complete (403), the
+// name is valid (400), then policyErr (pr's parse error, if any), then the
+// name is free (409).
+func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*account, *apiError) {
+	if owner.isAgent() {
+		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
+	}
+	if !owner.kycOK() {
+		return nil, newError(http.StatusForbidden, confpay.CodeKYCRequired, "identity verification must be complete to create an agent")
+	}
+	if !names.IsAgentName(name) {
+		return nil, errInvalid("name", "name must be 1 to 32 of a-z 0-9 - _")
+	}
+	if policyErr != nil {
+		return nil, policyErr
+	}
+	handle := owner.handle + "/" + name
+	if _, taken := s.byHandle[strings.ToLower(handle)]; taken {
+		return nil, newError(http.StatusConflict, confpay.CodeAgentNameTaken, "the account already has an agent of that name").withParam("name")
+	}
+	now := s.clock.Now()
+	a := &account{
+		id:          names.NewID("acct_"),
+		handle:      handle,
+		typ:         confpay.AccountAgent,
+		address:     newAddress(),
+		createdAt:   now,
+		owner:       owner,
+		agentName:   name,
+		agentStatus: confpay.AgentActive,
+		policy:      &policy{id: names.NewID("policy_"), rules: pr, updatedAt: now},
+	}
+	s.addAccountLocked(a)
+	owner.agents = append(owner.agents, a)
+	return a, nil
+}
+
+// ownedAgentLocked finds owner's agent agentID for a
+// policy call: 404 not_found when there is no such agent, 403
+// not_agent_owner when the caller is not its owner (the agent included).
+func (s *Server) ownedAgentLocked(owner *account, agentID string) (*account, *apiError) {
+	a, ok := s.accounts[agentID]
+	if !ok || !a.isAgent() {
+		return nil, errNotFound("no such agent")
+	}
+	if a.owner != owner {
+		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "only the agent's owner may read or change its spend policy")
+	}
+	return a, nil
+}
+
 // ---- authentication ----
 
 // errUnauthorized is 401 unauthorized: no key, or a key that is unknown,
@@ -388,13 +444,4 @@ func (s *Server) authenticate(c *call) *apiError {
 	k.requestCount++
 	c.key, c.acct, c.net = k, k.acct, s.nets[n]
 	return nil
-}
-
-// ---- helpers shared by handlers ----
-
-// accountView is a as GET /v1/accounts/me shows it.
-func (s *Server) accountView(a *account) *confpay.Account {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return a.view()
 }
