@@ -500,8 +500,8 @@ func (s *Server) adminSetAsset(c *call) (int, any, error) {
 		return 0, nil, errInvalid("usdg_rate", "usdg_rate must be a JSON number of at least 0 with at most 6 decimals")
 	}
 	a := Asset{Code: req.Code, Decimals: *req.Decimals, USDGRate: rate}
-	if apiErr := s.assets.set(a); apiErr != nil {
-		return 0, nil, apiErr
+	if err := s.SetAsset(a); err != nil {
+		return 0, nil, err
 	}
 	return http.StatusOK, a, nil
 }

@@ -5,8 +5,6 @@ package fakeserver
 
 import (
 	"encoding/json"
-	"errors"
-	"math/big"
 	"net/http"
 	"strconv"
 
@@ -26,59 +24,24 @@ func (s *Server) handleBalances(c *call) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	if present && proofText == "" {
-		return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is empty or null: omit it to read without figures")
+	var proof []byte
+	if present {
+		if proofText == "" {
+			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is empty or null: omit it to read without figures")
+		}
+		var err error
+		if proof, err = decrypt.DecodeBase64(proofText); err != nil {
+			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is not base64url without padding")
+		}
 	}
-	acct, snaps, err := s.balanceSnapshot(c.net, c.acct)
+	list, err := s.balances(c.net, c.acct, proof)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := &confpay.BalanceList{Balances: make([]*confpay.Balance, 0, len(snaps))}
-	figures := map[string]*big.Int{}
-	if proofText != "" {
-		proof, err := decrypt.DecodeBase64(proofText)
-		if err != nil {
-			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof is not base64url without padding")
-		}
-		if acct.Key == nil {
-			return 0, nil, errProof(confpay.ReasonVerificationFailed, "the account has no encryption key, so no proof can match its balances")
-		}
-		current := make([]decrypt.Balance, 0, len(snaps))
-		for _, sn := range snaps {
-			current = append(current, decrypt.Balance{Asset: sn.asset, Version: sn.version, Ciphertext: sn.ct})
-		}
-		figs, err := decrypt.Verify(acct, proof, current)
-		switch {
-		case err == nil:
-		case errors.Is(err, decrypt.ErrStale):
-			return 0, nil, errProof(confpay.ReasonStale, "the balance changed since its ciphertext was read: fetch the balances and prove again")
-		case errors.Is(err, decrypt.ErrMalformed):
-			return 0, nil, errProof(confpay.ReasonMalformed, "decryption_proof does not parse")
-		case errors.Is(err, decrypt.ErrVerification):
-			return 0, nil, errProof(confpay.ReasonVerificationFailed, "decryption_proof does not match the account's current balance ciphertexts")
-		default:
-			return 0, nil, err // ErrCorruptCiphertext: the ledger's own fault, a 500
-		}
-		for _, f := range figs {
-			figures[f.Asset] = f.Amount
-		}
-		c.header.Set("Cache-Control", "no-store")
+	if proof != nil {
+		c.header.Set("Cache-Control", "no-store") // figures
 	}
-	for _, sn := range snaps {
-		if fig, ok := figures[sn.asset]; ok {
-			dec, _ := s.assets.decimals(sn.asset)
-			amt := confpay.AmountFromUnits(fig, dec)
-			out.Balances = append(out.Balances, &confpay.Balance{Asset: sn.asset, Amount: &amt})
-			continue
-		}
-		nonzero := sn.nonzero
-		v := &confpay.Balance{Asset: sn.asset, Nonzero: &nonzero, BalanceVersion: sn.version}
-		if sn.ct != nil {
-			v.EncryptedBalance = decrypt.EncodeBase64(sn.ct)
-		}
-		out.Balances = append(out.Balances, v)
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, list, nil
 }
 
 // balancesProof returns the proof text from the body or the query, and

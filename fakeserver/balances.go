@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"encoding/json"
+	"errors"
 	"math/big"
 	"net/http"
 
@@ -73,6 +74,60 @@ func (s *Server) balanceSnapshot(n *network, a *account) (decrypt.Account, []bal
 	}
 	s.mu.Unlock()
 	return acct, snaps, nil
+}
+
+// balances is a's balances on n as GET /v1/accounts/me/balances answers
+// them: without a proof (proof nil), each asset's nonzero flag, current
+// ciphertext and version; with one, the proof is verified against the
+// current ciphertexts and each asset it covers is shown with the figure
+// the proof opens, never a figure from the books. A refused proof is 422
+// decryption_proof_invalid with its reason.
+func (s *Server) balances(n *network, a *account, proof []byte) (*confpay.BalanceList, error) {
+	acct, snaps, err := s.balanceSnapshot(n, a)
+	if err != nil {
+		return nil, err
+	}
+	out := &confpay.BalanceList{Balances: make([]*confpay.Balance, 0, len(snaps))}
+	figures := map[string]*big.Int{}
+	if proof != nil {
+		if acct.Key == nil {
+			return nil, errProof(confpay.ReasonVerificationFailed, "the account has no encryption key, so no proof can match its balances")
+		}
+		current := make([]decrypt.Balance, 0, len(snaps))
+		for _, sn := range snaps {
+			current = append(current, decrypt.Balance{Asset: sn.asset, Version: sn.version, Ciphertext: sn.ct})
+		}
+		figs, err := decrypt.Verify(acct, proof, current)
+		switch {
+		case err == nil:
+		case errors.Is(err, decrypt.ErrStale):
+			return nil, errProof(confpay.ReasonStale, "the balance changed since its ciphertext was read: fetch the balances and prove again")
+		case errors.Is(err, decrypt.ErrMalformed):
+			return nil, errProof(confpay.ReasonMalformed, "decryption_proof does not parse")
+		case errors.Is(err, decrypt.ErrVerification):
+			return nil, errProof(confpay.ReasonVerificationFailed, "decryption_proof does not match the account's current balance ciphertexts")
+		default:
+			return nil, err // ErrCorruptCiphertext: the ledger's own fault, a 500
+		}
+		for _, f := range figs {
+			figures[f.Asset] = f.Amount
+		}
+	}
+	for _, sn := range snaps {
+		if fig, ok := figures[sn.asset]; ok {
+			dec, _ := s.assets.decimals(sn.asset)
+			amt := confpay.AmountFromUnits(fig, dec)
+			out.Balances = append(out.Balances, &confpay.Balance{Asset: sn.asset, Amount: &amt})
+			continue
+		}
+		nonzero := sn.nonzero
+		v := &confpay.Balance{Asset: sn.asset, Nonzero: &nonzero, BalanceVersion: sn.version}
+		if sn.ct != nil {
+			v.EncryptedBalance = decrypt.EncodeBase64(sn.ct)
+		}
+		out.Balances = append(out.Balances, v)
+	}
+	return out, nil
 }
 
 // balancesRequest is the optional body of the balances call. The proof is
