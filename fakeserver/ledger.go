@@ -61,8 +61,8 @@ func (s *Server) fundLocked(n *network, a *account, asset string, units *big.Int
 	return nil
 }
 
-// networkOf returns the state of network n, or 400 param network.
-func (s *Server) networkOf(n confpay.Network) (*network, *apiError) {
+// networkLocked returns the state of network n, or 400 param network.
+func (s *Server) networkLocked(n confpay.Network) (*network, *apiError) {
 	nw := s.nets[n]
 	if nw == nil {
 		return nil, errInvalid("network", "network must be test or live")
@@ -77,7 +77,7 @@ func (s *Server) accountOnLocked(accountRef string, n confpay.Network) (*account
 	if err != nil {
 		return nil, nil, err
 	}
-	nw, apiErr := s.networkOf(n)
+	nw, apiErr := s.networkLocked(n)
 	if apiErr != nil {
 		return nil, nil, apiErr
 	}

@@ -52,8 +52,12 @@ const (
 	// enough that a pass is spread over many events.
 	pruneInterval = time.Hour
 	// DefaultMaxWaiting is how many attempts may wait behind the one in
-	// flight to a subscription (Config.MaxWaiting).
-	DefaultMaxWaiting = 1000
+	// flight to a subscription (Config.MaxWaiting): enough for any burst a
+	// test makes (a settlement of 100,000 transfers at once) to wait its
+	// turn, while a receiver that falls behind an endless stream costs a
+	// few MB of waiting attempts at most, beside the delivery records
+	// themselves.
+	DefaultMaxWaiting = 100_000
 	// trackSlack is how much longer than the delivery timeout a clock
 	// call waits for an attempt: its answer is recorded just after.
 	trackSlack = time.Second

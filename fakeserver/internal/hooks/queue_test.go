@@ -2,6 +2,8 @@ package hooks
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,5 +54,64 @@ func TestWaitingAttemptsAreBounded(t *testing.T) {
 	}
 	if pending != 4 || failed != 2 {
 		t.Fatalf("%d pending (one in flight, three waiting), %d failed; want 4 and 2", pending, failed)
+	}
+}
+
+// gate is a transport that holds its first request until open is closed
+// and answers every request 204; done gets one value per answer.
+type gate struct {
+	first chan struct{} // closed by the first request as it arrives
+	open  chan struct{}
+	done  chan struct{}
+	once  *sync.Once
+}
+
+func (g gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.once.Do(func() {
+		close(g.first)
+		<-g.open
+	})
+	g.done <- struct{}{}
+	return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: r}, nil
+}
+
+// TestABurstBehindAPausedReceiverIsDeliveredWhole: 1,100 events fall due
+// for one subscription while its receiver holds the first request (a
+// settlement confirming 1,100 transfers at once does this). With the
+// default bound every one waits its turn and is delivered; the bound is
+// for receivers that fall behind an endless stream, not for a burst.
+func TestABurstBehindAPausedReceiverIsDeliveredWhole(t *testing.T) {
+	const n = 1100
+	g := gate{first: make(chan struct{}), open: make(chan struct{}), done: make(chan struct{}, n), once: new(sync.Once)}
+	at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	h := New(Config{Clock: clock.NewVirtual(at), Timeout: time.Hour, Workers: 2, Transport: g})
+	defer h.Close()
+	if _, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.confirmed"}, "whsec_x"); err != nil {
+		t.Fatal(err)
+	}
+	emit := func(i int) {
+		h.Emit(confpay.NetworkTest, Event{ID: "evt_" + strconv.Itoa(i), Kind: "transfer.confirmed", At: at, Audience: [2]string{"acct_a"}, Payload: payload{}})
+	}
+	emit(0)
+	<-g.first // the first attempt is in flight and held
+	for i := 1; i < n; i++ {
+		emit(i)
+	}
+	var failed int
+	for _, d := range h.DeliveryRecords(confpay.NetworkTest, "acct_a") {
+		if d.Status == confpay.DeliveryFailed {
+			failed++
+		}
+	}
+	close(g.open)
+	if failed > 0 {
+		t.Fatalf("%d of %d deliveries failed at once behind a paused receiver: a burst lost events", failed, n)
+	}
+	for range n {
+		<-g.done // every attempt is made
+	}
+	records := h.DeliveryRecords(confpay.NetworkTest, "acct_a")
+	if len(records) != n {
+		t.Fatalf("%d deliveries, want %d", len(records), n)
 	}
 }
