@@ -178,7 +178,7 @@ func BenchmarkHeldGrowth(b *testing.B) {
 		owner := gAccount(b, srv, "@owner")
 		gAccount(b, srv, "@bob")
 		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
-			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+			DailyLimitUSDG: limit("1000000"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
 		})
 		h := srv.Handler()
 		var held, refused, seq int
@@ -223,7 +223,7 @@ func BenchmarkPendingListAtCap(b *testing.B) {
 		owner := gAccount(b, srv, "@owner")
 		gAccount(b, srv, "@bob")
 		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
-			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+			DailyLimitUSDG: limit("1000000"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
 		})
 		h := srv.Handler()
 		pay := func(i, want int) {
@@ -290,7 +290,7 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 			_, _ = io.Copy(io.Discard, r.Body)
 		}))
 		owner := gAccount(b, srv, "@owner")
-		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("10")})
+		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("10")})
 		c := srv.Client(owner.TestKey, confpay.WithMaxRetries(0))
 		if _, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{
 			URL: rc.URL + "/hook", Events: []confpay.EventKind{webhookverify.KindAgentPolicyUpdated},

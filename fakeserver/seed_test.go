@@ -236,11 +236,11 @@ func TestResetToSeed(t *testing.T) {
 	if again.Agent("@alice/buyer").TestKey == first.Agent("@alice/buyer").TestKey {
 		t.Error("Reseed reused a key")
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", first.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 401 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", first.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 401 {
 		t.Errorf("an old key after Reseed: %d, want 401", a.status)
 	}
 
-	a := cRaw(t, srv, "POST", "/_fake/reset?to=seed", "", "")
+	a := rawCall(t, srv, "POST", "/_fake/reset?to=seed", "", "")
 	var answer fakeserver.Seeded
 	if err := json.Unmarshal(a.body, &answer); a.status != 200 || err != nil {
 		t.Fatalf("POST /_fake/reset?to=seed: %d %s", a.status, a.body)
@@ -248,7 +248,7 @@ func TestResetToSeed(t *testing.T) {
 	if len(answer.Accounts) != 2 || len(answer.Agents) != 2 || answer.Agent("@alice/idle").Keys[0].Name != "ci" {
 		t.Fatalf("POST /_fake/reset?to=seed answered %d accounts, %d agents", len(answer.Accounts), len(answer.Agents))
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", answer.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", answer.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 200 {
 		t.Errorf("the answer's agent key: %d", a.status)
 	}
 }
@@ -370,22 +370,22 @@ func TestHeldPaymentStatuses(t *testing.T) {
 		t.Error("HeldPayment of an unknown id succeeded")
 	}
 
-	a := cRaw(t, srv, "GET", "/_fake/held/"+expired, "", "")
+	a := rawCall(t, srv, "GET", "/_fake/held/"+expired, "", "")
 	var one fakeserver.HeldPayment
 	if err := json.Unmarshal(a.body, &one); a.status != 200 || err != nil || one.Status != confpay.DecisionExpired || one.Amount.String() != "50.25" {
 		t.Errorf("GET /_fake/held/{id}: %d %s", a.status, a.body)
 	}
-	a = cRaw(t, srv, "GET", "/_fake/held?account=%40alice&network=test", "", "")
+	a = rawCall(t, srv, "GET", "/_fake/held?account=%40alice&network=test", "", "")
 	var all struct{ Held []fakeserver.HeldPayment }
 	if err := json.Unmarshal(a.body, &all); a.status != 200 || err != nil || len(all.Held) != 3 || all.Held[1].Status != confpay.DecisionRejected {
 		t.Errorf("GET /_fake/held: %d %s", a.status, a.body)
 	}
 	for path, param := range map[string]string{"/_fake/held": "account", "/_fake/held?account=%40alice&network=main": "network"} {
-		if a := cRaw(t, srv, "GET", path, "", ""); a.status != 400 || a.err().Param != param {
+		if a := rawCall(t, srv, "GET", path, "", ""); a.status != 400 || a.err().Param != param {
 			t.Errorf("GET %s: %d %s, want 400 naming %s", path, a.status, a.body, param)
 		}
 	}
-	if a := cRaw(t, srv, "GET", "/_fake/held/atx_nope", "", ""); a.status != 404 {
+	if a := rawCall(t, srv, "GET", "/_fake/held/atx_nope", "", ""); a.status != 404 {
 		t.Errorf("GET /_fake/held/atx_nope: %d", a.status)
 	}
 	// Printing never shows the amount or the memo.
