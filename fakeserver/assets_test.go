@@ -16,7 +16,7 @@ func TestUSDCIsKnown(t *testing.T) {
 	alice := newAccount(t, srv, "@alice")
 	newAccount(t, srv, "@bob")
 	srv.AddFunds(t, "@alice", "USDC", "10")
-	send(t, newClient(t, srv, alice.test(), nil), "@bob", "2.5", func(p *confpay.TransferCreateParams) { p.Asset = confpay.AssetUSDC })
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "2.5", withAsset(confpay.AssetUSDC))
 	srv.Settle()
 	if got := settled(t, srv, "@bob", confpay.NetworkTest, "USDC"); got != "2.5" {
 		t.Fatalf("bob holds %s USDC, want 2.5", got)

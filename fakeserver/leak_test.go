@@ -27,7 +27,7 @@ func TestNoFigureInAnyAnswer(t *testing.T) {
 	ctx := context.Background()
 
 	// Direct payments, read back every way.
-	tr := send(t, oc, "@bob", "271.828182", func(p *confpay.TransferCreateParams) { p.Memo = "figure 271.828182 inside" })
+	tr := send(t, oc, "@bob", "271.828182", withMemo("figure 271.828182 inside"))
 	_, _ = oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("271.828182")}, confpay.WithIdempotencyKey("k"))
 	_, _ = oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("271.828182")}, confpay.WithIdempotencyKey("k"))
 	_, err := oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("55555.123456")})
@@ -100,7 +100,7 @@ func TestRecordsDoNotPrintFigures(t *testing.T) {
 	alice := newAccount(t, srv, "@alice")
 	newAccount(t, srv, "@bob")
 	srv.AddFunds(t, "@alice", "USDG", "4242.4242")
-	send(t, newClient(t, srv, alice.test(), nil), "@bob", "31.337", func(p *confpay.TransferCreateParams) { p.Memo = "secret memo" })
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "31.337", withMemo("secret memo"))
 	recs, _ := srv.Transfers("@alice", confpay.NetworkTest)
 	books, _ := srv.Books("@alice", confpay.NetworkTest)
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {

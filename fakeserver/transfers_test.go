@@ -29,7 +29,7 @@ func TestTransferLifecycle(t *testing.T) {
 	bc := newClient(t, srv, bob.test(), rec)
 	ctx := context.Background()
 
-	tr := send(t, ac, "@BOB", "123.456789", func(p *confpay.TransferCreateParams) { p.Memo = "rent for march" })
+	tr := send(t, ac, "@BOB", "123.456789", withMemo("rent for march"))
 	if tr.Status != confpay.StatusPending || !strings.HasPrefix(tr.TransferID, "tr_") || !txHashRE.MatchString(tr.TxHash) {
 		t.Fatalf("create answer %+v", tr)
 	}
@@ -268,7 +268,7 @@ func TestInsufficientBalanceAndConcurrentReservation(t *testing.T) {
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Asset: "ETH", Amount: confpay.MustParseAmount("0.000000000000000001")})
 	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 	srv.AddFunds(t, "@alice", "ETH", "1")
-	tr := send(t, ac, "@bob", "0.000000000000000001", func(p *confpay.TransferCreateParams) { p.Asset = "ETH" })
+	tr := send(t, ac, "@bob", "0.000000000000000001", withAsset("ETH"))
 	if tr.Asset != "ETH" {
 		t.Fatalf("asset %s", tr.Asset)
 	}
