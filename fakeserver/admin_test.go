@@ -16,7 +16,7 @@ import (
 // adminDo calls the admin interface and checks the status.
 func adminDo(t *testing.T, srv *fakeserver.Server, method, path, body string, want int, out any) {
 	t.Helper()
-	a := cRaw(t, srv, method, path, "", body)
+	a := rawCall(t, srv, method, path, "", body)
 	if a.status != want {
 		t.Fatalf("%s %s: %d %s, want %d", method, path, a.status, a.body, want)
 	}
@@ -73,21 +73,21 @@ func TestAdminInterface(t *testing.T) {
 	}
 	adminDo(t, srv, "POST", "/_fake/fund", `{"account":"@alice","network":"live","asset":"USDG","amount":"40"}`, 200, nil)
 	adminDo(t, srv, "POST", "/_fake/fund", `{"account":"`+alice.AccountID+`","amount":"5"}`, 200, nil) // test, USDG by default
-	live := cSDK(t, srv, k.APIKey.Reveal(), nil)
-	tr := cSend(t, live, "@bob", "12.5")
+	live := newClient(t, srv, k.APIKey.Reveal(), nil)
+	tr := send(t, live, "@bob", "12.5")
 	var keys struct{ Keys []fakeserver.KeyInfo }
 	adminDo(t, srv, "GET", "/_fake/accounts/%40alice/keys", "", 200, &keys)
 	if len(keys.Keys) != 3 {
 		t.Fatalf("%d keys", len(keys.Keys))
 	}
 
-	a := cRaw(t, srv, "GET", "/_fake/accounts/%40alice/keys", "", "")
+	a := rawCall(t, srv, "GET", "/_fake/accounts/%40alice/keys", "", "")
 	if strings.Contains(string(a.body), k.APIKey.Reveal()) || strings.Contains(string(a.body), alice.TestKey) {
 		t.Fatal("the key list shows a key")
 	}
 	adminDo(t, srv, "DELETE", "/_fake/keys/"+k.KeyID, "", 204, nil)
 	_, err = live.Accounts.Me(ctx)
-	cWantErr(t, err, 401, confpay.CodeUnauthorized, "")
+	wantAPIError(t, err, 401, confpay.CodeUnauthorized, "", "")
 	adminDo(t, srv, "DELETE", "/_fake/keys/key_nope", "", 404, nil)
 
 	// Books, clock, transfers, settle.
@@ -124,8 +124,8 @@ func TestAdminInterface(t *testing.T) {
 	if clock.Now.Format(time.RFC3339) != "2026-03-01T12:00:00Z" {
 		t.Fatalf("clock %v", clock.Now)
 	}
-	tr2 := cSend(t, cSDK(t, srv, alice.TestKey, nil), "@bob", "1")
-	tr3 := cSend(t, cSDK(t, srv, alice.TestKey, nil), "@bob", "1")
+	tr2 := send(t, newClient(t, srv, alice.TestKey, nil), "@bob", "1")
+	tr3 := send(t, newClient(t, srv, alice.TestKey, nil), "@bob", "1")
 	adminDo(t, srv, "POST", "/_fake/transfers/"+tr2.TransferID+"/fail", "", 200, &rec)
 	if rec.Status != confpay.StatusFailed {
 		t.Fatalf("failed %+v", rec)
@@ -144,7 +144,7 @@ func TestAdminInterface(t *testing.T) {
 
 	// Domains.
 	adminDo(t, srv, "POST", "/_fake/domains", `{"account":"@bob","domain":"pay.bob.example"}`, 201, nil)
-	cSend(t, cSDK(t, srv, alice.TestKey, nil), "pay.bob.example", "1")
+	send(t, newClient(t, srv, alice.TestKey, nil), "pay.bob.example", "1")
 
 	// Faults over HTTP.
 	var fid struct {
@@ -159,7 +159,7 @@ func TestAdminInterface(t *testing.T) {
 	if len(faults.Faults) != 2 || faults.Faults[0]["fault_id"] != fid.FaultID || faults.Faults[1]["delay"] != "3s" {
 		t.Fatalf("faults %v", faults)
 	}
-	a = cRaw(t, srv, "GET", "/v1/accounts/me", alice.TestKey, "")
+	a = rawCall(t, srv, "GET", "/v1/accounts/me", alice.TestKey, "")
 	if a.status != 503 || a.header.Get("Retry-After") != "2" || a.err().Code != "service_unavailable" {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
@@ -177,8 +177,8 @@ func TestAdminInterface(t *testing.T) {
 	if len(accounts.Accounts) != 0 {
 		t.Fatalf("after reset %d accounts", len(accounts.Accounts))
 	}
-	_, err = cSDK(t, srv, alice.TestKey, nil).Accounts.Me(ctx)
-	cWantErr(t, err, 401, confpay.CodeUnauthorized, "")
+	_, err = newClient(t, srv, alice.TestKey, nil).Accounts.Me(ctx)
+	wantAPIError(t, err, 401, confpay.CodeUnauthorized, "", "")
 
 }
 
@@ -188,22 +188,22 @@ func TestAdminInterface(t *testing.T) {
 func TestAgentsThroughCore(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	owner := cAccount(t, srv, "@owner")
-	payer := cAccount(t, srv, "@payer")
+	owner := newAccount(t, srv, "@owner")
+	payer := newAccount(t, srv, "@payer")
 	ctx := context.Background()
-	oc := cSDK(t, srv, owner.test(), nil)
+	oc := newClient(t, srv, owner.test(), nil)
 	agent, err := oc.Agents.Create(ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: confpay.SpendPolicyParams{
 		DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("50"))}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Pay the agent by handle (any case) and by address.
-	cFund(t, srv, "@payer", confpay.NetworkTest, "USDG", "30")
-	pc := cSDK(t, srv, payer.test(), nil)
-	cSend(t, pc, "@OWNER/bot", "10")
-	cSend(t, pc, agent.PublicKey, "5")
+	srv.AddFunds(t, "@payer", "USDG", "30")
+	pc := newClient(t, srv, payer.test(), nil)
+	send(t, pc, "@OWNER/bot", "10")
+	send(t, pc, agent.PublicKey, "5")
 	srv.Advance(time.Second)
-	if got := cSettled(t, srv, "@owner/bot", confpay.NetworkTest, "USDG"); got != "15" {
+	if got := settled(t, srv, "@owner/bot", confpay.NetworkTest, "USDG"); got != "15" {
 		t.Fatalf("agent holds %s", got)
 	}
 
@@ -215,13 +215,13 @@ func TestAgentsThroughCore(t *testing.T) {
 	}
 	var k fakeserver.NewKey
 	adminDo(t, srv, "POST", "/_fake/accounts/%40owner%2Fbot/keys", `{"network":"test"}`, 201, &k)
-	ac := cSDK(t, srv, k.APIKey.Reveal(), nil)
+	ac := newClient(t, srv, k.APIKey.Reveal(), nil)
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@payer", Amount: confpay.MustParseAmount("1")})
-	cWantErr(t, err, 403, confpay.CodeAgentNotActive, "")
+	wantAPIError(t, err, 403, confpay.CodeAgentNotActive, "", "")
 	if err := srv.SetAgentStatus("@owner/bot", confpay.AgentActive); err != nil {
 		t.Fatal(err)
 	}
-	cSend(t, ac, "@payer", "1")
+	send(t, ac, "@payer", "1")
 
 	// The agent's balance ciphertext is under the owner's key, bound to
 	// the agent's address; the owner's decryption key proves it.
@@ -250,7 +250,7 @@ func TestAgentsThroughCore(t *testing.T) {
 	if l.Transfers[0].From != "@owner/bot" || len(l.Transfers[0].NoteReaders) != 2 || l.Transfers[0].NoteReaders[0] != owner.info.EncryptionKey {
 		t.Fatalf("agent transfer %+v", l.Transfers[0])
 	}
-	if n := cOpenNote(t, owner.dk, l.Transfers[0]); n.Amount.String() != "1000000" {
+	if n := openNote(t, owner.dk, l.Transfers[0]); n.Amount.String() != "1000000" {
 		t.Fatal("the owner cannot read the agent's note")
 	}
 	// The owner can retrieve its agent's transfers.

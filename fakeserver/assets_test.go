@@ -13,15 +13,15 @@ import (
 func TestUSDCIsKnown(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDC", "10")
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "2.5", func(p *confpay.TransferCreateParams) { p.Asset = confpay.AssetUSDC })
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDC", "10")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "2.5", withAsset(confpay.AssetUSDC))
 	srv.Settle()
-	if got := cSettled(t, srv, "@bob", confpay.NetworkTest, "USDC"); got != "2.5" {
+	if got := settled(t, srv, "@bob", confpay.NetworkTest, "USDC"); got != "2.5" {
 		t.Fatalf("bob holds %s USDC, want 2.5", got)
 	}
-	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","asset":"USDC","amount":"0.0000001"}`)
+	a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","asset":"USDC","amount":"0.0000001"}`)
 	if e := a.err(); a.status != 400 || e.Param != "amount" {
 		t.Fatalf("7 decimals of USDC: %d %s param %q, want 400 param amount", a.status, e.Code, e.Param)
 	}
@@ -31,16 +31,16 @@ func TestUSDCIsKnown(t *testing.T) {
 // API), pays in it, and re-rates one so that policies count it anew.
 func TestAddAndRerateAssets(t *testing.T) {
 	t.Parallel()
-	f := newAgentsFixture(t)
-	f.payee("@bob")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
 	key := f.owner.TestKey.Reveal()
 
 	// Unknown until added.
-	if a := cRaw(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1"}`); a.status != 400 || a.err().Param != "asset" {
+	if a := rawCall(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1"}`); a.status != 400 || a.err().Param != "asset" {
 		t.Fatalf("unknown asset: %d %s", a.status, a.body)
 	}
 	policy := `{"name":"eu","spend_policy":{"daily_limit_usdg":100,"per_transaction_limit_usdg":10,"assets":["USDG","EURC"]}}`
-	if a := cRaw(t, f.srv, "POST", "/v1/accounts/me/agents", key, policy); a.status != 400 || a.err().Code != confpay.CodeInvalidPolicy || a.err().Param != "spend_policy.assets[1]" {
+	if a := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, policy); a.status != 400 || a.err().Code != confpay.CodeInvalidPolicy || a.err().Param != "spend_policy.assets[1]" {
 		t.Fatalf("policy naming an unknown asset: %d %s", a.status, a.body)
 	}
 
@@ -56,7 +56,7 @@ func TestAddAndRerateAssets(t *testing.T) {
 		{`{"code":"USDG","decimals":6,"usdg_rate":2}`, "usdg_rate"},
 		{`{"code":"ETH","decimals":6,"usdg_rate":2}`, "decimals"},
 	} {
-		if a := cRaw(t, f.srv, "POST", "/_fake/assets", "", tc.body); a.status != 400 || a.err().Param != tc.param {
+		if a := rawCall(t, f.srv, "POST", "/_fake/assets", "", tc.body); a.status != 400 || a.err().Param != tc.param {
 			t.Errorf("POST /_fake/assets %s: %d %s, want 400 param %s", tc.body, a.status, a.body, tc.param)
 		}
 	}
@@ -65,23 +65,23 @@ func TestAddAndRerateAssets(t *testing.T) {
 		t.Fatalf("assets after bad definitions: %v", got)
 	}
 
-	if a := cRaw(t, f.srv, "POST", "/_fake/assets", "", `{"code":"EURC","decimals":2,"usdg_rate":1.1}`); a.status != 200 {
+	if a := rawCall(t, f.srv, "POST", "/_fake/assets", "", `{"code":"EURC","decimals":2,"usdg_rate":1.1}`); a.status != 200 {
 		t.Fatalf("add EURC: %d %s", a.status, a.body)
 	}
-	cFund(t, f.srv, "@alice", confpay.NetworkTest, "EURC", "100")
-	if a := cRaw(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1.001"}`); a.status != 400 || a.err().Param != "amount" {
+	f.srv.AddFunds(t, "@alice", "EURC", "100")
+	if a := rawCall(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1.001"}`); a.status != 400 || a.err().Param != "amount" {
 		t.Fatalf("3 decimals of a 2-decimal asset: %d %s", a.status, a.body)
 	}
-	if a := cRaw(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1.01"}`); a.status != 201 {
+	if a := rawCall(t, f.srv, "POST", "/v1/transfers", key, `{"to":"@bob","asset":"EURC","amount":"1.01"}`); a.status != 201 {
 		t.Fatalf("pay EURC: %d %s", a.status, a.body)
 	}
 
 	// The agent's per-transaction limit is 10 USDG; 9.5 EURC at 1.1 is
 	// 10.45 USDG: refused. Re-rated to 1.0, the same payment passes.
 	ag, agent := f.createAgent("eu", confpay.SpendPolicyParams{
-		DailyLimitUSDG: agLimit("100"), PerTransactionLimitUSDG: agLimit("10"), Assets: []string{"USDG", "EURC"},
+		DailyLimitUSDG: limit("100"), PerTransactionLimitUSDG: limit("10"), Assets: []string{"USDG", "EURC"},
 	})
-	f.fund(ag.AccountID, "EURC", "50")
+	f.srv.AddFunds(t, ag.AccountID, "EURC", "50")
 	pay := func() error {
 		_, err := agent.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Asset: "EURC", Amount: confpay.MustParseAmount("9.5")})
 		return err
@@ -96,7 +96,7 @@ func TestAddAndRerateAssets(t *testing.T) {
 	if err := pay(); err != nil {
 		t.Fatalf("9.5 EURC at 1 USDG: %v", err)
 	}
-	if a := cRaw(t, f.srv, "GET", "/_fake/assets", "", ""); a.status != 200 {
+	if a := rawCall(t, f.srv, "GET", "/_fake/assets", "", ""); a.status != 200 {
 		t.Fatalf("GET /_fake/assets: %d", a.status)
 	}
 }
@@ -105,9 +105,9 @@ func TestAddAndRerateAssets(t *testing.T) {
 func TestWithAsset(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t, fakeserver.WithAsset(fakeserver.Asset{Code: "WBTC", Decimals: 8, USDGRate: confpay.MustParseLimit("90000")}))
-	cAccount(t, srv, "@alice")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "WBTC", "0.00000001")
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "WBTC"); got != "0.00000001" {
+	newAccount(t, srv, "@alice")
+	srv.AddFunds(t, "@alice", "WBTC", "0.00000001")
+	if got := srv.Balance(t, "@alice", "WBTC").String(); got != "0.00000001" {
 		t.Fatalf("alice holds %s WBTC", got)
 	}
 }

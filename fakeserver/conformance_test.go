@@ -185,7 +185,7 @@ func goldenJSON(t *testing.T, name string) any {
 }
 
 // checkConforms compares an answer with a golden file and its status.
-func checkConforms(t *testing.T, what string, a cAnswer, status int, golden string) {
+func checkConforms(t *testing.T, what string, a answer, status int, golden string) {
 	t.Helper()
 	if a.status != status {
 		t.Errorf("%s: status %d, want %d: %s", what, a.status, status, a.body)
@@ -205,17 +205,17 @@ func checkConforms(t *testing.T, what string, a cAnswer, status int, golden stri
 
 func TestConformance(t *testing.T) {
 	srv := fakeserver.New(t, fakeserver.WithDeliveryWorkers(1))
-	alice, bob := cAccount(t, srv, "@alice"), cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "ETH", "1")
+	alice, bob := newAccount(t, srv, "@alice"), newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	srv.AddFunds(t, "@alice", "ETH", "1")
 	if err := srv.RegisterDomain("@bob", "api.market"); err != nil {
 		t.Fatal(err)
 	}
 	key := alice.test()
 	seen := map[string]bool{}
-	do := func(method, path, body string, status int, golden string) cAnswer {
+	do := func(method, path, body string, status int, golden string) answer {
 		t.Helper()
-		a := cRaw(t, srv, method, path, key, body)
+		a := rawCall(t, srv, method, path, key, body)
 		route := method + " " + regexp.MustCompile(`/(tr|atx|acct|wh|evt)_[a-z0-9]+`).ReplaceAllString(path, "/{id}")
 		seen[strings.SplitN(route, "?", 2)[0]] = true
 		if testing.Verbose() {
@@ -242,7 +242,7 @@ func TestConformance(t *testing.T) {
 	do("GET", "/v1/transfers?limit=10", "", 200, "transfers.json")
 
 	// Balances with a proof of USDG only: one amount, one ciphertext.
-	c := cSDK(t, srv, key, nil)
+	c := newClient(t, srv, key, nil)
 	bs, err := c.Accounts.Balances(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestConformance(t *testing.T) {
 	}
 	body := `{"decryption_proof":"` + decrypt.EncodeBase64(proof) + `"}`
 	do("GET", "/v1/accounts/me/balances", body, 200, "balances_proof.json")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1") // the proof goes stale
+	srv.AddFunds(t, "@alice", "USDG", "1") // the proof goes stale
 	do("GET", "/v1/accounts/me/balances", body, 422, "error_proof_stale.json")
 
 	// Agents, policies, held payments.
@@ -272,7 +272,7 @@ func TestConformance(t *testing.T) {
 	do("GET", "/v1/agents/"+agent.AccountID+"/spend-policy", "", 200, "spend_policy.json")
 	do("PATCH", "/v1/agents/"+agent.AccountID+"/spend-policy", `{"per_transaction_limit_usdg":75,"active_hours":"08:00-20:00"}`, 200, "spend_policy_updated.json")
 	do("PATCH", "/v1/agents/"+agent.AccountID+"/spend-policy", `{"active_hours":"00:00-23:59","hitl_threshold_usdg":5}`, 200, "")
-	cFund(t, srv, agent.AccountID, confpay.NetworkTest, "USDG", "50")
+	srv.AddFunds(t, agent.AccountID, "USDG", "50")
 	ak, err := srv.IssueKey(agent.AccountID, confpay.NetworkTest, "agent")
 	if err != nil {
 		t.Fatal(err)

@@ -29,55 +29,25 @@ import (
 // soakWireEvents is how many events BenchmarkHookSoakOverHTTP emits.
 var soakWireEvents = flag.Int("soak.wire-events", 20_000, "events in BenchmarkHookSoakOverHTTP (the issue's figure: 1000000)")
 
-// gHeap is the live heap after a full collection, in bytes.
-func gHeap() uint64 {
+// liveHeap is the live heap after a full collection, in bytes.
+func liveHeap() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
 
-// gReport reports the heap after the first and the second half of a load
+// reportGrowth reports the heap after the first and the second half of a load
 // and their ratio.
-func gReport(b *testing.B, first, second uint64, unit1, unit2 string) {
+func reportGrowth(b *testing.B, first, second uint64, unit1, unit2 string) {
 	b.ReportMetric(float64(first)/(1<<20), "heap-MB@"+unit1)
 	b.ReportMetric(float64(second)/(1<<20), "heap-MB@"+unit2)
 	b.ReportMetric(float64(second)/float64(first), "ratio")
 }
 
-// gCall serves one request through the server's handler in process and
-// returns the status and body.
-func gCall(h http.Handler, method, path, key, body string, headers ...string) (int, []byte) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w.Code, w.Body.Bytes()
-}
-
-// gAccount creates a person's account with an encryption key.
-func gAccount(b *testing.B, srv *fakeserver.Server, handle string) *fakeserver.AccountInfo {
-	b.Helper()
-	info, err := srv.CreateAccount(fakeserver.AccountParams{Handle: handle, GenerateEncryptionKey: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return info
-}
-
-// gAgent creates an agent of owner with the policy, funds it with USDG on
+// fundedAgent creates an agent of owner with the policy, funds it with USDG on
 // the test network and returns it with a test key of its own.
-func gAgent(b *testing.B, srv *fakeserver.Server, owner *fakeserver.AccountInfo, p confpay.SpendPolicyParams) (*confpay.Agent, string) {
+func fundedAgent(b *testing.B, srv *fakeserver.Server, owner *fakeserver.AccountInfo, p confpay.SpendPolicyParams) (*confpay.Agent, string) {
 	b.Helper()
 	c := srv.Client(owner.TestKey, confpay.WithMaxRetries(0))
 	a, err := c.Agents.Create(context.Background(), &confpay.AgentCreateParams{Name: "bot", SpendPolicy: p})
@@ -117,8 +87,8 @@ func BenchmarkIdempotencyGrowth(b *testing.B) {
 		b.Run(name+"/per-day="+strconv.Itoa(perDay), func(b *testing.B) {
 			for b.Loop() {
 				srv := fakeserver.NewUnstartedServer()
-				alice := gAccount(b, srv, "@alice")
-				gAccount(b, srv, "@bob")
+				alice := newAccount(b, srv, "@alice").info
+				newAccount(b, srv, "@bob")
 				key := alice.TestKey.Reveal()
 				h := srv.Handler()
 				body := `{"to":"@bob","amount":"1","memo":"` + strings.Repeat("m", 1000) + `"}`
@@ -129,7 +99,8 @@ func BenchmarkIdempotencyGrowth(b *testing.B) {
 					for range days * perDay / batch {
 						for range batch {
 							seq++
-							status, out := gCall(h, "POST", "/v1/transfers", key, body, "Idempotency-Key", "growth-"+strconv.Itoa(seq))
+							a := serve(h, "POST", "/v1/transfers", key, body, "Idempotency-Key", "growth-"+strconv.Itoa(seq))
+							status, out := a.status, a.body
 							switch status {
 							case http.StatusPaymentRequired:
 								kept++
@@ -143,10 +114,10 @@ func BenchmarkIdempotencyGrowth(b *testing.B) {
 					}
 				}
 				run()
-				first := gHeap()
+				first := liveHeap()
 				run()
-				second := gHeap()
-				gReport(b, first, second, "L", "2L")
+				second := liveHeap()
+				reportGrowth(b, first, second, "L", "2L")
 				b.ReportMetric(float64(kept)/float64(seq), "kept/op")
 				b.ReportMetric(float64(refused)/float64(seq), "refused-429/op")
 				if perDay < 10_000 && refused > 0 {
@@ -175,17 +146,18 @@ func BenchmarkHeldGrowth(b *testing.B) {
 	const days = 30 // T; the run is 2T
 	for b.Loop() {
 		srv := fakeserver.NewServer()
-		owner := gAccount(b, srv, "@owner")
-		gAccount(b, srv, "@bob")
-		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
-			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+		owner := newAccount(b, srv, "@owner").info
+		newAccount(b, srv, "@bob")
+		_, key := fundedAgent(b, srv, owner, confpay.SpendPolicyParams{
+			DailyLimitUSDG: limit("1000000"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
 		})
 		h := srv.Handler()
 		var held, refused, seq int
 		run := func() {
 			for range days * 24 * 60 {
 				seq++
-				status, out := gCall(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2"}`)
+				a := serve(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2"}`)
+				status, out := a.status, a.body
 				switch status {
 				case http.StatusAccepted:
 					held++
@@ -198,10 +170,10 @@ func BenchmarkHeldGrowth(b *testing.B) {
 			}
 		}
 		run()
-		first := gHeap()
+		first := liveHeap()
 		run()
-		second := gHeap()
-		gReport(b, first, second, "T", "2T")
+		second := liveHeap()
+		reportGrowth(b, first, second, "T", "2T")
 		b.ReportMetric(float64(held)/float64(seq), "held/op")
 		b.ReportMetric(float64(refused)/float64(seq), "refused-429/op")
 		if refused == 0 {
@@ -220,14 +192,15 @@ func BenchmarkPendingListAtCap(b *testing.B) {
 	setup := func(b *testing.B, n int) (*fakeserver.Server, string) {
 		b.Helper()
 		srv := fakeserver.NewServer()
-		owner := gAccount(b, srv, "@owner")
-		gAccount(b, srv, "@bob")
-		_, key := gAgent(b, srv, owner, confpay.SpendPolicyParams{
-			DailyLimitUSDG: agLimit("1000000"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("1"),
+		owner := newAccount(b, srv, "@owner").info
+		newAccount(b, srv, "@bob")
+		_, key := fundedAgent(b, srv, owner, confpay.SpendPolicyParams{
+			DailyLimitUSDG: limit("1000000"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
 		})
 		h := srv.Handler()
 		pay := func(i, want int) {
-			status, out := gCall(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2","memo":"invoice `+strconv.Itoa(i)+`"}`)
+			a := serve(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"2","memo":"invoice `+strconv.Itoa(i)+`"}`)
+			status, out := a.status, a.body
 			if status != want {
 				b.Fatalf("payment %d: %d %s, want %d", i, status, out, want)
 			}
@@ -241,7 +214,8 @@ func BenchmarkPendingListAtCap(b *testing.B) {
 		return srv, owner.TestKey.Reveal()
 	}
 	list := func(b *testing.B, h http.Handler, key string, want int) {
-		status, out := gCall(h, "GET", "/v1/agents/transactions/pending", key, "")
+		a := serve(h, "GET", "/v1/agents/transactions/pending", key, "")
+		status, out := a.status, a.body
 		if status != http.StatusOK || strings.Count(string(out), `"transaction_id"`) != want {
 			b.Fatalf("pending list: %d, %d items, want %d", status, strings.Count(string(out), `"transaction_id"`), want)
 		}
@@ -289,8 +263,8 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 		}))
-		owner := gAccount(b, srv, "@owner")
-		agent, _ := gAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("10")})
+		owner := newAccount(b, srv, "@owner").info
+		agent, _ := fundedAgent(b, srv, owner, confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("10")})
 		c := srv.Client(owner.TestKey, confpay.WithMaxRetries(0))
 		if _, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{
 			URL: rc.URL + "/hook", Events: []confpay.EventKind{webhookverify.KindAgentPolicyUpdated},
@@ -307,14 +281,15 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 		for step := 1; step <= steps; step++ {
 			for ; i < total*step/steps; i++ {
 				limit := 500 + i%2 // every PATCH changes the limit
-				status, out := gCall(h, "PATCH", path, key, `{"daily_limit_usdg": `+strconv.Itoa(limit)+`}`)
+				a := serve(h, "PATCH", path, key, `{"daily_limit_usdg": `+strconv.Itoa(limit)+`}`)
+				status, out := a.status, a.body
 				if status != http.StatusOK {
 					b.Fatalf("PATCH %d: %d %s", i, status, out)
 				}
 			}
 			srv.Set(start.Add(span / time.Duration(steps) * time.Duration(step)))
 			if step == steps/2 {
-				at30 = gHeap()
+				at30 = liveHeap()
 			}
 		}
 		srv.Sync()
@@ -322,8 +297,8 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 		if got := srv.Now().Sub(start); got < span-time.Second || got > span {
 			b.Fatalf("the run covered %v of server time, want %v", got, span)
 		}
-		at60 := gHeap()
-		gReport(b, at30, at60, "30d", "60d")
+		at60 := liveHeap()
+		reportGrowth(b, at30, at60, "30d", "60d")
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 		srv.Close()
 		rc.Close()

@@ -191,10 +191,10 @@ func TestHTTPDocRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cFund(t, srv, ids["acct_…"], confpay.NetworkTest, "USDG", "100")
+			srv.AddFunds(t, ids["acct_…"], "USDG", "100")
 			// The doc's PATCH lifted the threshold; a held payment needs one.
-			cRaw(t, srv, "PATCH", "/v1/agents/"+ids["acct_…"]+"/spend-policy", alice.TestKey, `{"hitl_threshold_usdg":20}`)
-			a := cRaw(t, srv, "POST", "/v1/transfers", k.APIKey.Reveal(), `{"to":"@bob","amount":"30"}`)
+			rawCall(t, srv, "PATCH", "/v1/agents/"+ids["acct_…"]+"/spend-policy", alice.TestKey, `{"hitl_threshold_usdg":20}`)
+			a := rawCall(t, srv, "POST", "/v1/transfers", k.APIKey.Reveal(), `{"to":"@bob","amount":"30"}`)
 			var h struct {
 				TransactionID string `json:"transaction_id"`
 			}
@@ -206,7 +206,7 @@ func TestHTTPDocRuns(t *testing.T) {
 		},
 		"evt_…": func() string {
 			srv.Advance(time.Second) // transfers confirm: transfer.confirmed to the subscription
-			a := cRaw(t, srv, "GET", "/v1/webhooks/"+ids["wh_…"]+"/deliveries", alice.TestKey, "")
+			a := rawCall(t, srv, "GET", "/v1/webhooks/"+ids["wh_…"]+"/deliveries", alice.TestKey, "")
 			var l struct {
 				Deliveries []struct {
 					EventID string `json:"event_id"`
@@ -214,9 +214,9 @@ func TestHTTPDocRuns(t *testing.T) {
 			}
 			a.decode(t, &l)
 			if len(l.Deliveries) == 0 {
-				cRaw(t, srv, "POST", "/v1/transfers", alice.TestKey, `{"to":"@bob","amount":"1"}`)
+				rawCall(t, srv, "POST", "/v1/transfers", alice.TestKey, `{"to":"@bob","amount":"1"}`)
 				srv.Advance(time.Second)
-				cRaw(t, srv, "GET", "/v1/webhooks/"+ids["wh_…"]+"/deliveries", alice.TestKey, "").decode(t, &l)
+				rawCall(t, srv, "GET", "/v1/webhooks/"+ids["wh_…"]+"/deliveries", alice.TestKey, "").decode(t, &l)
 			}
 			if len(l.Deliveries) == 0 {
 				t.Fatal("no delivery to take an event id from")
@@ -252,7 +252,7 @@ func TestHTTPDocRuns(t *testing.T) {
 			}
 			headers = append(headers, c.headers[i], c.headers[i+1])
 		}
-		a := cRaw(t, srv, c.method, path, key, body, headers...)
+		a := rawCall(t, srv, c.method, path, key, body, headers...)
 		switch {
 		case c.wantStatus != 0 && a.status != c.wantStatus:
 			t.Errorf("docs/http.md:%d: %s %s answered %d, the doc says %d: %s", c.line, c.method, path, a.status, c.wantStatus, a.body)

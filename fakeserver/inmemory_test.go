@@ -48,9 +48,9 @@ type exchangeOutcome struct {
 // reports what happened.
 func faultedPayout(t *testing.T, srv *fakeserver.Server, hc *http.Client, base string) exchangeOutcome {
 	t.Helper()
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 	for _, action := range []string{fakeserver.FaultError, fakeserver.FaultDropAfterCommit, fakeserver.FaultResetAfterCommit} {
 		if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: action, RetryAfter: confpay.Ptr(0)}); err != nil {
 			t.Fatal(err)
@@ -99,9 +99,9 @@ func TestInMemoryFaults(t *testing.T) {
 	}
 }
 
-// answer is the shape of an HTTP answer that must not depend on the
+// framing is the shape of an HTTP answer that must not depend on the
 // transport: status, framing and header names.
-type answer struct {
+type framing struct {
 	Status        int
 	ContentLength int64
 	Chunked       bool
@@ -109,7 +109,7 @@ type answer struct {
 	BodyLen       int
 }
 
-func shape(t *testing.T, hc *http.Client, req *http.Request) answer {
+func shape(t *testing.T, hc *http.Client, req *http.Request) framing {
 	t.Helper()
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -125,23 +125,23 @@ func shape(t *testing.T, hc *http.Client, req *http.Request) answer {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	return answer{resp.StatusCode, resp.ContentLength, slices.Contains(resp.TransferEncoding, "chunked"), names, len(b)}
+	return framing{resp.StatusCode, resp.ContentLength, slices.Contains(resp.TransferEncoding, "chunked"), names, len(b)}
 }
 
 // TestInMemoryFraming checks that answers come framed as over loopback: a
 // small one with Content-Length, a large one streamed in chunks, a request
 // refused before its body is read answered and its connection closed.
 func TestInMemoryFraming(t *testing.T) {
-	var got [][]answer
+	var got [][]framing
 	for _, m := range modes {
 		srv := fakeserver.New(t, m.opts...)
 		hc, base := m.client(srv)
-		alice := cAccount(t, srv, "@alice")
-		cAccount(t, srv, "@bob")
-		cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+		alice := newAccount(t, srv, "@alice")
+		newAccount(t, srv, "@bob")
+		srv.AddFunds(t, "@alice", "USDG", "100")
 		c := srv.Client(alice.info.TestKey)
 		for range 20 {
-			cSend(t, c, "@bob", "1")
+			send(t, c, "@bob", "1")
 		}
 		get := func(path, key string, body io.Reader) *http.Request {
 			method := "GET"
@@ -155,7 +155,7 @@ func TestInMemoryFraming(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+key)
 			return req
 		}
-		got = append(got, []answer{
+		got = append(got, []framing{
 			shape(t, hc, get("/v1/accounts/me", alice.test(), nil)),
 			shape(t, hc, get("/v1/transfers?limit=20", alice.test(), nil)),
 			shape(t, hc, get("/v1/transfers", "hc_test_wrong", strings.NewReader(strings.Repeat(" ", 600<<10)))),
@@ -179,7 +179,7 @@ func TestInMemoryFraming(t *testing.T) {
 // socket, and that the server lets go of it.
 func TestInMemoryContext(t *testing.T) {
 	srv := fakeserver.New(t, fakeserver.WithoutListener())
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	if _, err := srv.AddFault(fakeserver.Fault{Path: "/v1/accounts/me", Action: fakeserver.FaultDelay, Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestInMemoryURL(t *testing.T) {
 		t.Errorf("URL without listener %q, want %q", got, fakeserver.InMemoryURL)
 	}
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	c := srv.Client(alice.info.TestKey)
 	if c.BaseURL() != srv.URL() || !strings.HasPrefix(srv.URL(), "http://127.0.0.1:") && !strings.HasPrefix(srv.URL(), "http://[::1]:") {
 		t.Errorf("client base %q, server %q", c.BaseURL(), srv.URL())

@@ -12,8 +12,8 @@ import (
 // the OpenAPI check of the whole suite found it (knownDeviations in
 // openapi_test.go). Each fails until the server is fixed.
 
-// oaCall sends one /v1 request with alice's test key and decodes the answer.
-func oaCall(t *testing.T, s *Server, key, method, path, body string) (int, map[string]any) {
+// callJSON sends one /v1 request with alice's test key and decodes the answer.
+func callJSON(t *testing.T, s *Server, key, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.URL()+path, strings.NewReader(body))
 	if err != nil {
@@ -31,7 +31,7 @@ func oaCall(t *testing.T, s *Server, key, method, path, body string) (int, map[s
 	return resp.StatusCode, m
 }
 
-func oaAlice(t *testing.T) (*Server, string) {
+func newAliceServer(t *testing.T) (*Server, string) {
 	t.Helper()
 	s := New(t)
 	a, err := s.CreateAccount(AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
@@ -44,12 +44,12 @@ func oaAlice(t *testing.T) (*Server, string) {
 // decisions.md, Webhooks: deliveries are {"deliveries": [...], "has_more":
 // bool}, paged like transfers (limit 1-100, default 20; offset).
 func TestDeliveriesAnswerHasMore(t *testing.T) {
-	s, key := oaAlice(t)
-	st, wh := oaCall(t, s, key, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["transfer.initiated"]}`)
+	s, key := newAliceServer(t)
+	st, wh := callJSON(t, s, key, "POST", "/v1/webhooks", `{"url":"http://127.0.0.1:9/hook","events":["transfer.initiated"]}`)
 	if st != 201 {
 		t.Fatalf("subscribe: %d %v", st, wh)
 	}
-	st, got := oaCall(t, s, key, "GET", "/v1/webhooks/"+wh["webhook_id"].(string)+"/deliveries?limit=1&offset=0", "")
+	st, got := callJSON(t, s, key, "GET", "/v1/webhooks/"+wh["webhook_id"].(string)+"/deliveries?limit=1&offset=0", "")
 	if st != 200 {
 		t.Fatalf("deliveries?limit=1&offset=0: %d %v, want 200", st, got)
 	}
@@ -61,12 +61,12 @@ func TestDeliveriesAnswerHasMore(t *testing.T) {
 // decisions.md, Wire conventions: a request body is one JSON object; null
 // is not one.
 func TestNullBodyRefused(t *testing.T) {
-	s, key := oaAlice(t)
-	st, ag := oaCall(t, s, key, "POST", "/v1/accounts/me/agents", `{"name":"bot","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}}`)
+	s, key := newAliceServer(t)
+	st, ag := callJSON(t, s, key, "POST", "/v1/accounts/me/agents", `{"name":"bot","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}}`)
 	if st != 201 {
 		t.Fatalf("create agent: %d %v", st, ag)
 	}
-	st, got := oaCall(t, s, key, "PATCH", "/v1/agents/"+ag["account_id"].(string)+"/spend-policy", `null`)
+	st, got := callJSON(t, s, key, "PATCH", "/v1/agents/"+ag["account_id"].(string)+"/spend-policy", `null`)
 	if st != 400 {
 		t.Errorf("PATCH spend-policy with body null: %d %v, want 400 invalid_request", st, got)
 	}

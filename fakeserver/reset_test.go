@@ -44,7 +44,7 @@ func TestResetTo(t *testing.T) {
 		{srv, "/_fake/reset?to=seed&to=empty"},
 		{plain, "/_fake/reset?to=seed"},
 	} {
-		a := cRaw(t, tc.srv, "POST", tc.path, "", "")
+		a := rawCall(t, tc.srv, "POST", tc.path, "", "")
 		if a.status != 400 || a.err().Param != "to" {
 			t.Errorf("%s: %d %s, want 400 naming to", tc.path, a.status, a.body)
 		}
@@ -53,7 +53,7 @@ func TestResetTo(t *testing.T) {
 		}
 	}
 
-	a := cRaw(t, srv, "POST", "/_fake/reset?to=seed", "", "")
+	a := rawCall(t, srv, "POST", "/_fake/reset?to=seed", "", "")
 	if a.status != 200 || strings.TrimSpace(string(a.body)) != `{"handle":"@seeded"}` || seeds != 1 {
 		t.Fatalf("to=seed: %d %s after %d seeds", a.status, a.body, seeds)
 	}
@@ -64,7 +64,7 @@ func TestResetTo(t *testing.T) {
 		if _, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@again"}); err != nil {
 			t.Fatal(err)
 		}
-		if a := cRaw(t, srv, "POST", path, "", ""); a.status != 204 || len(a.body) != 0 {
+		if a := rawCall(t, srv, "POST", path, "", ""); a.status != 204 || len(a.body) != 0 {
 			t.Fatalf("%s: %d %s, want 204", path, a.status, a.body)
 		}
 		if got := handles(srv); got != "" || seeds != 1 {

@@ -32,12 +32,6 @@ const seedJSON = `{
   ]
 }`
 
-// seedClient is an SDK client for key on srv that does not retry.
-func seedClient(t *testing.T, srv *fakeserver.Server, key confpay.Secret) *confpay.Client {
-	t.Helper()
-	return srv.Client(key, confpay.WithMaxRetries(0))
-}
-
 // TestSeedLoad: a JSON seed creates its accounts, agents (policy, status,
 // keys) and balances, and answers them with working keys.
 func TestSeedLoad(t *testing.T) {
@@ -96,11 +90,11 @@ func TestSeedLoad(t *testing.T) {
 
 	// The keys work: the agent pays, and a payment above the threshold is held.
 	ctx := context.Background()
-	me, err := seedClient(t, srv, buyer.TestKey).Accounts.Me(ctx)
+	me, err := srv.Client(buyer.TestKey, noRetry).Accounts.Me(ctx)
 	if err != nil || me.Handle != "@alice/buyer" {
 		t.Fatalf("the agent's key: %v, %v", me, err)
 	}
-	if _, err := seedClient(t, srv, alice.LiveKey).Accounts.Me(ctx); err != nil {
+	if _, err := srv.Client(alice.LiveKey, noRetry).Accounts.Me(ctx); err != nil {
 		t.Fatalf("alice's live key: %v", err)
 	}
 }
@@ -236,11 +230,11 @@ func TestResetToSeed(t *testing.T) {
 	if again.Agent("@alice/buyer").TestKey == first.Agent("@alice/buyer").TestKey {
 		t.Error("Reseed reused a key")
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", first.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 401 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", first.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 401 {
 		t.Errorf("an old key after Reseed: %d, want 401", a.status)
 	}
 
-	a := cRaw(t, srv, "POST", "/_fake/reset?to=seed", "", "")
+	a := rawCall(t, srv, "POST", "/_fake/reset?to=seed", "", "")
 	var answer fakeserver.Seeded
 	if err := json.Unmarshal(a.body, &answer); a.status != 200 || err != nil {
 		t.Fatalf("POST /_fake/reset?to=seed: %d %s", a.status, a.body)
@@ -248,7 +242,7 @@ func TestResetToSeed(t *testing.T) {
 	if len(answer.Accounts) != 2 || len(answer.Agents) != 2 || answer.Agent("@alice/idle").Keys[0].Name != "ci" {
 		t.Fatalf("POST /_fake/reset?to=seed answered %d accounts, %d agents", len(answer.Accounts), len(answer.Agents))
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", answer.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", answer.Agent("@alice/buyer").TestKey.Reveal(), ""); a.status != 200 {
 		t.Errorf("the answer's agent key: %d", a.status)
 	}
 }
@@ -266,7 +260,7 @@ func TestCreateAgent(t *testing.T) {
 	if bot.Handle != "@alice/bot" || bot.OwnerID != alice.AccountID || bot.TestKey == "" || bot.LiveKey == "" {
 		t.Fatalf("bot: %s owner %s", bot.Handle, bot.OwnerID)
 	}
-	list, err := seedClient(t, srv, alice.TestKey).Agents.List(context.Background())
+	list, err := srv.Client(alice.TestKey, noRetry).Agents.List(context.Background())
 	if err != nil || len(list) != 1 || list[0].AccountID != bot.AccountID || list[0].SpendPolicyID != bot.SpendPolicy.PolicyID {
 		t.Fatalf("the owner lists %v, %v", list, err)
 	}
@@ -310,8 +304,8 @@ func TestHeldPaymentStatuses(t *testing.T) {
 		Agents: []fakeserver.SeedAgent{{Owner: "@alice", Name: "buyer", Balances: fakeserver.Balances{"test": {"USDG": "500"}},
 			SpendPolicy: json.RawMessage(`{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100, "hitl_threshold_usdg": 20}`)}},
 	})
-	owner := seedClient(t, srv, w.Account("@alice").TestKey)
-	bot := seedClient(t, srv, w.Agent("@alice/buyer").TestKey)
+	owner := srv.Client(w.Account("@alice").TestKey, noRetry)
+	bot := srv.Client(w.Agent("@alice/buyer").TestKey, noRetry)
 	hold := func(amount, memo string) string {
 		t.Helper()
 		_, err := bot.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount(amount), Memo: memo})
@@ -370,22 +364,22 @@ func TestHeldPaymentStatuses(t *testing.T) {
 		t.Error("HeldPayment of an unknown id succeeded")
 	}
 
-	a := cRaw(t, srv, "GET", "/_fake/held/"+expired, "", "")
+	a := rawCall(t, srv, "GET", "/_fake/held/"+expired, "", "")
 	var one fakeserver.HeldPayment
 	if err := json.Unmarshal(a.body, &one); a.status != 200 || err != nil || one.Status != confpay.DecisionExpired || one.Amount.String() != "50.25" {
 		t.Errorf("GET /_fake/held/{id}: %d %s", a.status, a.body)
 	}
-	a = cRaw(t, srv, "GET", "/_fake/held?account=%40alice&network=test", "", "")
+	a = rawCall(t, srv, "GET", "/_fake/held?account=%40alice&network=test", "", "")
 	var all struct{ Held []fakeserver.HeldPayment }
 	if err := json.Unmarshal(a.body, &all); a.status != 200 || err != nil || len(all.Held) != 3 || all.Held[1].Status != confpay.DecisionRejected {
 		t.Errorf("GET /_fake/held: %d %s", a.status, a.body)
 	}
 	for path, param := range map[string]string{"/_fake/held": "account", "/_fake/held?account=%40alice&network=main": "network"} {
-		if a := cRaw(t, srv, "GET", path, "", ""); a.status != 400 || a.err().Param != param {
+		if a := rawCall(t, srv, "GET", path, "", ""); a.status != 400 || a.err().Param != param {
 			t.Errorf("GET %s: %d %s, want 400 naming %s", path, a.status, a.body, param)
 		}
 	}
-	if a := cRaw(t, srv, "GET", "/_fake/held/atx_nope", "", ""); a.status != 404 {
+	if a := rawCall(t, srv, "GET", "/_fake/held/atx_nope", "", ""); a.status != 404 {
 		t.Errorf("GET /_fake/held/atx_nope: %d", a.status)
 	}
 	// Printing never shows the amount or the memo.
@@ -442,7 +436,7 @@ func TestBalanceIsAvailable(t *testing.T) {
 	alice := srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
 	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@bobby", GenerateEncryptionKey: true})
 	srv.AddFunds(t, "@alice", "USDG", "100")
-	_, err := seedClient(t, srv, alice.TestKey).Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bobby", Amount: confpay.MustParseAmount("12.5")})
+	_, err := srv.Client(alice.TestKey, noRetry).Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bobby", Amount: confpay.MustParseAmount("12.5")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,9 @@ func withLookup(f func(ctx context.Context, host string) ([]netip.Addr, error)) 
 	return func(o *options) { o.lookup = f }
 }
 
-// sgRaw sends one request to s's listener and returns the status and the
+// callAuth sends one request to s's listener and returns the status and the
 // decoded error body (zero when the answer is not an error).
-func sgRaw(t *testing.T, s *Server, method, path, auth, body string, extraAuth ...string) (int, confpay.ErrorBody) {
+func callAuth(t *testing.T, s *Server, method, path, auth, body string, extraAuth ...string) (int, confpay.ErrorBody) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.URL()+path, strings.NewReader(body))
 	if err != nil {
@@ -53,7 +53,7 @@ func sgRaw(t *testing.T, s *Server, method, path, auth, body string, extraAuth .
 	return resp.StatusCode, e
 }
 
-func sgPort(t *testing.T, s *Server) string {
+func listenPort(t *testing.T, s *Server) string {
 	t.Helper()
 	u, err := url.Parse(s.URL())
 	if err != nil {
@@ -68,9 +68,9 @@ func sgPort(t *testing.T, s *Server) string {
 func TestWebhookURLsThatReachTheServerAreRefused(t *testing.T) {
 	t.Parallel()
 	s := New(t)
-	alice := newWHParty(t, s, "@alice")
-	key := "Bearer " + sgKey(t, s, "@alice")
-	port := sgPort(t, s)
+	alice := newTestParty(t, s, "@alice")
+	key := "Bearer " + newKey(t, s, "@alice")
+	port := listenPort(t, s)
 	urls := []string{
 		"http://127.0.0.1:" + port + "/_fake/reset",
 		"http://127.0.0.2:" + port + "/_fake/reset",
@@ -98,7 +98,7 @@ func TestWebhookURLsThatReachTheServerAreRefused(t *testing.T) {
 	}
 	before := s.Snapshot()
 	for _, u := range urls {
-		status, e := sgRaw(t, s, "POST", "/v1/webhooks", key, `{"url":"`+u+`","events":["transfer.initiated"]}`)
+		status, e := callAuth(t, s, "POST", "/v1/webhooks", key, `{"url":"`+u+`","events":["transfer.initiated"]}`)
 		if status != 400 || e.Code != confpay.CodeInvalidRequest || e.Param != "url" {
 			t.Errorf("%s: %d %s param %q, want 400 invalid_request param url", u, status, e.Code, e.Param)
 		}
@@ -111,12 +111,12 @@ func TestWebhookURLsThatReachTheServerAreRefused(t *testing.T) {
 		t.Errorf("refused subscriptions changed the state (-before +after):\n%s", d)
 	}
 	// A receiver of the test's own on loopback stays welcome.
-	rc := newWHReceiver(t, s, whAlways(200))
-	whSubscribe(t, alice, rc.url(), "transfer.initiated")
+	rc := newHookReceiver(t, s, answerAlways(200))
+	subscribeHooks(t, alice, rc.url(), "transfer.initiated")
 }
 
-// sgKey issues a fresh test key for an account.
-func sgKey(t *testing.T, s *Server, handle string) string {
+// newKey issues a fresh test key for an account.
+func newKey(t *testing.T, s *Server, handle string) string {
 	t.Helper()
 	k, err := s.IssueKey(handle, confpay.NetworkTest, "ssrf")
 	if err != nil {
@@ -138,16 +138,16 @@ func TestWebhookNameResolvingToTheServerIsRefused(t *testing.T) {
 		}
 		return []netip.Addr{netip.MustParseAddr("192.0.2.10")}, nil
 	}))
-	newWHParty(t, s, "@alice")
-	key := "Bearer " + sgKey(t, s, "@alice")
-	port := sgPort(t, s)
+	newTestParty(t, s, "@alice")
+	key := "Bearer " + newKey(t, s, "@alice")
+	port := listenPort(t, s)
 	for _, u := range []string{"https://evil.test:" + port + "/_fake/reset", "https://meta.test/latest"} {
-		status, e := sgRaw(t, s, "POST", "/v1/webhooks", key, `{"url":"`+u+`","events":["transfer.initiated"]}`)
+		status, e := callAuth(t, s, "POST", "/v1/webhooks", key, `{"url":"`+u+`","events":["transfer.initiated"]}`)
 		if status != 400 || e.Param != "url" {
 			t.Errorf("%s: %d %s param %q, want 400 param url", u, status, e.Code, e.Param)
 		}
 	}
-	if status, _ := sgRaw(t, s, "POST", "/v1/webhooks", key, `{"url":"https://good.test/hooks","events":["transfer.initiated"]}`); status != 201 {
+	if status, _ := callAuth(t, s, "POST", "/v1/webhooks", key, `{"url":"https://good.test/hooks","events":["transfer.initiated"]}`); status != 201 {
 		t.Errorf("a name resolving elsewhere: %d, want 201", status)
 	}
 }
@@ -165,12 +165,12 @@ func TestWebhookRebindIsRefusedAtDial(t *testing.T) {
 		defer mu.Unlock()
 		return []netip.Addr{target}, nil
 	}))
-	alice := newWHParty(t, s, "@alice")
-	newWHParty(t, s, "@bob")
+	alice := newTestParty(t, s, "@alice")
+	newTestParty(t, s, "@bob")
 	if err := s.Fund("@alice", confpay.NetworkTest, "USDG", "10"); err != nil {
 		t.Fatal(err)
 	}
-	w := whSubscribe(t, alice, "https://rebind.test:"+sgPort(t, s)+"/_fake/reset", "transfer.initiated")
+	w := subscribeHooks(t, alice, "https://rebind.test:"+listenPort(t, s)+"/_fake/reset", "transfer.initiated")
 	mu.Lock()
 	target = netip.MustParseAddr("127.0.0.1")
 	mu.Unlock()
@@ -179,7 +179,7 @@ func TestWebhookRebindIsRefusedAtDial(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Sync()
-	ds := whDeliveries(t, alice, w.WebhookID)
+	ds := listDeliveries(t, alice, w.WebhookID)
 	if len(ds) != 1 || ds[0].Attempts != 1 || ds[0].ResponseStatus != 0 || ds[0].Status == "succeeded" {
 		t.Fatalf("deliveries = %+v, want one failed attempt with no answer", ds)
 	}
@@ -194,9 +194,9 @@ func TestWebhookRebindIsRefusedAtDial(t *testing.T) {
 func TestDeliveryFollowsNoRedirect(t *testing.T) {
 	t.Parallel()
 	s := New(t)
-	whSetJitter(s, whNoJitter)
-	alice := newWHParty(t, s, "@alice")
-	newWHParty(t, s, "@bob")
+	setJitter(s, noJitter)
+	alice := newTestParty(t, s, "@alice")
+	newTestParty(t, s, "@bob")
 	if err := s.Fund("@alice", confpay.NetworkTest, "USDG", "10"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +213,13 @@ func TestDeliveryFollowsNoRedirect(t *testing.T) {
 	hs := &http.Server{Handler: redirect, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	t.Cleanup(func() { _ = hs.Close() })
-	w := whSubscribe(t, alice, "http://"+ln.Addr().String()+"/hooks", "transfer.initiated")
+	w := subscribeHooks(t, alice, "http://"+ln.Addr().String()+"/hooks", "transfer.initiated")
 	if _, err := alice.client.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1"), Confidential: confpay.Ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	s.Sync()
 	hits.Wait()
-	ds := whDeliveries(t, alice, w.WebhookID)
+	ds := listDeliveries(t, alice, w.WebhookID)
 	if len(ds) != 1 || ds[0].ResponseStatus != http.StatusTemporaryRedirect || ds[0].Status == "succeeded" {
 		t.Fatalf("deliveries = %+v, want one failed attempt recorded with 307", ds)
 	}
@@ -235,8 +235,8 @@ func TestAdminToken(t *testing.T) {
 	t.Parallel()
 	const token = "adm-0123456789abcdef"
 	s := New(t, WithAdminToken(token))
-	newWHParty(t, s, "@alice")
-	key := sgKey(t, s, "@alice")
+	newTestParty(t, s, "@alice")
+	key := newKey(t, s, "@alice")
 	for _, tc := range []struct {
 		name  string
 		auth  []string
@@ -258,7 +258,7 @@ func TestAdminToken(t *testing.T) {
 		if len(tc.auth) > 0 {
 			first, rest = tc.auth[0], tc.auth[1:]
 		}
-		status, e := sgRaw(t, s, "GET", "/_fake/accounts", first, "", rest...)
+		status, e := callAuth(t, s, "GET", "/_fake/accounts", first, "", rest...)
 		if status != tc.want || e.Code != tc.wantC {
 			t.Errorf("%s: %d %q, want %d %q", tc.name, status, e.Code, tc.want, tc.wantC)
 		}
@@ -266,12 +266,12 @@ func TestAdminToken(t *testing.T) {
 			t.Errorf("%s: the answer names the token", tc.name)
 		}
 	}
-	if status, _ := sgRaw(t, s, "GET", "/v1/accounts/me", "Bearer "+key, ""); status != 200 {
+	if status, _ := callAuth(t, s, "GET", "/v1/accounts/me", "Bearer "+key, ""); status != 200 {
 		t.Errorf("/v1 with an API key under an admin token: %d, want 200", status)
 	}
 	// Without the option, the admin interface takes no credentials.
 	open := New(t)
-	if status, _ := sgRaw(t, open, "GET", "/_fake/accounts", "", ""); status != 200 {
+	if status, _ := callAuth(t, open, "GET", "/_fake/accounts", "", ""); status != 200 {
 		t.Errorf("no admin token configured: %d, want 200", status)
 	}
 }
@@ -281,14 +281,14 @@ func TestAdminToken(t *testing.T) {
 func TestBearerScheme(t *testing.T) {
 	t.Parallel()
 	s := New(t)
-	newWHParty(t, s, "@alice")
-	key := sgKey(t, s, "@alice")
+	newTestParty(t, s, "@alice")
+	key := newKey(t, s, "@alice")
 	for _, scheme := range []string{"Bearer", "bearer", "BEARER", "bEaReR"} {
-		if status, _ := sgRaw(t, s, "GET", "/v1/accounts/me", scheme+" "+key, ""); status != 200 {
+		if status, _ := callAuth(t, s, "GET", "/v1/accounts/me", scheme+" "+key, ""); status != 200 {
 			t.Errorf("scheme %q: %d, want 200", scheme, status)
 		}
 	}
-	status, e := sgRaw(t, s, "GET", "/v1/accounts/me", "Bearer "+key, "", "Bearer "+key)
+	status, e := callAuth(t, s, "GET", "/v1/accounts/me", "Bearer "+key, "", "Bearer "+key)
 	if status != 401 || e.Code != confpay.CodeUnauthorized {
 		t.Errorf("two Authorization headers: %d %s, want 401 unauthorized", status, e.Code)
 	}

@@ -15,22 +15,22 @@ import (
 func TestWebhookCannotResetTheServer(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 
-	a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(),
+	a := rawCall(t, srv, "POST", "/v1/webhooks", alice.test(),
 		`{"url":"`+srv.URL()+`/_fake/reset","events":["transfer.initiated","transfer.confirmed"]}`)
 	if e := a.err(); a.status != 400 || e.Code != confpay.CodeInvalidRequest || e.Param != "url" {
 		t.Errorf("subscribing to the server's own /_fake/reset: got %d %s (param %q), want 400 invalid_request (param url)", a.status, e.Code, e.Param)
 	}
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "1")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "1")
 	srv.Sync()
 	srv.Advance(2 * time.Second) // past the 1 s block time
 	if n := len(srv.Accounts()); n != 2 {
 		t.Fatalf("after one transfer the server holds %d accounts, want 2: a delivery reset it", n)
 	}
-	if got := cSettled(t, srv, "@bob", confpay.NetworkTest, "USDG"); got != "1" {
+	if got := settled(t, srv, "@bob", confpay.NetworkTest, "USDG"); got != "1" {
 		t.Fatalf("bob's settled USDG is %s, want 1", got)
 	}
 }

@@ -19,9 +19,9 @@ func TestSynctestPayoutExactlyOnce(t *testing.T) {
 	var waited time.Duration
 	synctest.Test(t, func(t *testing.T) {
 		srv := fakeserver.New(t, fakeserver.WithoutListener())
-		alice := cAccount(t, srv, "@alice")
-		cAccount(t, srv, "@bob")
-		cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+		alice := newAccount(t, srv, "@alice")
+		newAccount(t, srv, "@bob")
+		srv.AddFunds(t, "@alice", "USDG", "100")
 		for _, action := range []string{fakeserver.FaultError, fakeserver.FaultDropAfterCommit, fakeserver.FaultResetAfterCommit} {
 			if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: action}); err != nil {
 				t.Fatal(err)
@@ -63,11 +63,11 @@ func TestSynctestRealClock(t *testing.T) {
 	wall := time.Now()
 	synctest.Test(t, func(t *testing.T) {
 		srv := fakeserver.New(t, fakeserver.WithoutListener(), fakeserver.WithRealClock(), fakeserver.WithBlockTime(25*time.Hour))
-		alice := cAccount(t, srv, "@alice")
-		cAccount(t, srv, "@bob")
-		cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+		alice := newAccount(t, srv, "@alice")
+		newAccount(t, srv, "@bob")
+		srv.AddFunds(t, "@alice", "USDG", "100")
 		c := srv.Client(alice.info.TestKey)
-		tr := cSend(t, c, "@bob", "5")
+		tr := send(t, c, "@bob", "5")
 		if tr.Status != confpay.StatusPending {
 			t.Fatalf("status %s, want pending", tr.Status)
 		}

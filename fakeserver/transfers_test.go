@@ -16,34 +16,34 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/leakcheck"
 )
 
-var cTxHashRE = regexp.MustCompile(`^0x[0-9a-f]{64}$`)
+var txHashRE = regexp.MustCompile(`^0x[0-9a-f]{64}$`)
 
 func TestTransferLifecycle(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000.25")
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "1000.25")
 	rec := leakcheck.New(nil)
-	ac := cSDK(t, srv, alice.test(), rec)
-	bc := cSDK(t, srv, bob.test(), rec)
+	ac := newClient(t, srv, alice.test(), rec)
+	bc := newClient(t, srv, bob.test(), rec)
 	ctx := context.Background()
 
-	tr := cSend(t, ac, "@BOB", "123.456789", func(p *confpay.TransferCreateParams) { p.Memo = "rent for march" })
-	if tr.Status != confpay.StatusPending || !strings.HasPrefix(tr.TransferID, "tr_") || !cTxHashRE.MatchString(tr.TxHash) {
+	tr := send(t, ac, "@BOB", "123.456789", withMemo("rent for march"))
+	if tr.Status != confpay.StatusPending || !strings.HasPrefix(tr.TransferID, "tr_") || !txHashRE.MatchString(tr.TxHash) {
 		t.Fatalf("create answer %+v", tr)
 	}
 	if tr.To != "@bob" || !tr.Confidential || !tr.CreatedAt.Equal(srv.Now()) || tr.Asset != "USDG" {
 		t.Fatalf("create answer %+v", tr)
 	}
 	// Reserved at once: alice can spend less, bob has nothing yet.
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "876.793211" {
+	if got := srv.Balance(t, "@alice", "USDG").String(); got != "876.793211" {
 		t.Fatalf("alice available after submit = %s", got)
 	}
-	if got := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "1000.25" {
+	if got := settled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "1000.25" {
 		t.Fatalf("alice settled after submit = %s", got)
 	}
-	if got := cAvailable(t, srv, "@bob", confpay.NetworkTest, "USDG"); got != "0" {
+	if got := srv.Balance(t, "@bob", "USDG").String(); got != "0" {
 		t.Fatalf("bob before confirmation = %s", got)
 	}
 
@@ -62,7 +62,7 @@ func TestTransferLifecycle(t *testing.T) {
 		if len(got.NoteReaders) != 2 || got.NoteReaders[0] != alice.info.EncryptionKey || got.NoteReaders[1] != bob.info.EncryptionKey {
 			t.Fatalf("note readers %v", got.NoteReaders)
 		}
-		note := cOpenNote(t, p.dk, got)
+		note := openNote(t, p.dk, got)
 		if note.Amount.String() != "123456789" || note.Memo != "rent for march" {
 			t.Fatalf("note opened to the wrong figure or memo")
 		}
@@ -81,45 +81,20 @@ func TestTransferLifecycle(t *testing.T) {
 	if got.Status != confpay.StatusConfirmed || got.ConfirmedAt == nil || !got.ConfirmedAt.Equal(tr.CreatedAt.Add(time.Second)) {
 		t.Fatalf("after the block time: %+v", got)
 	}
-	if a, b := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"), cSettled(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "876.793211" || b != "123.456789" {
+	if a, b := settled(t, srv, "@alice", confpay.NetworkTest, "USDG"), settled(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "876.793211" || b != "123.456789" {
 		t.Fatalf("after confirmation alice %s bob %s", a, b)
 	}
 	rec.Check(t, "123.456789", "123456789", "1000.25", "876.793211", "rent for march")
 }
 
-func cOpenNote(t testing.TB, k *decrypt.PrivateKey, tr *confpay.Transfer) *decrypt.Note {
-	t.Helper()
-	b, err := decrypt.DecodeBase64(tr.EncryptedNote)
-	if err != nil {
-		t.Fatalf("encrypted_note: %v", err)
-	}
-	var readers []*decrypt.PublicKey
-	for _, h := range tr.NoteReaders {
-		pk, err := decrypt.ParsePublicKeyHex(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		readers = append(readers, pk)
-	}
-	chain := confpay.ChainIDTest
-	if strings.HasPrefix(tr.TransferID, "tr_") && tr.TxHash == "" {
-		t.Fatal("no tx hash")
-	}
-	n, err := decrypt.OpenNote(k, decrypt.NoteContext{ChainID: chain, Reference: tr.TransferID, Asset: tr.Asset, Readers: readers}, b)
-	if err != nil {
-		t.Fatalf("OpenNote: %v", err)
-	}
-	return n
-}
-
 func TestTransferFailedReleasesReservation(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-	ac := cSDK(t, srv, alice.test(), nil)
-	tr := cSend(t, ac, "@bob", "4")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
+	ac := newClient(t, srv, alice.test(), nil)
+	tr := send(t, ac, "@bob", "4")
 	if err := srv.FailTransfer(tr.TransferID); err != nil {
 		t.Fatal(err)
 	}
@@ -134,16 +109,16 @@ func TestTransferFailedReleasesReservation(t *testing.T) {
 	if got.Status != confpay.StatusFailed || got.FailedAt == nil || got.ConfirmedAt != nil {
 		t.Fatalf("%+v", got)
 	}
-	if a, b := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"), cAvailable(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "10" || b != "0" {
+	if a, b := srv.Balance(t, "@alice", "USDG").String(), srv.Balance(t, "@bob", "USDG").String(); a != "10" || b != "0" {
 		t.Fatalf("after failure alice %s bob %s", a, b)
 	}
 
 	// Scripted at confirmation: pending until the block, then failed.
-	tr2 := cSend(t, ac, "@bob", "3")
+	tr2 := send(t, ac, "@bob", "3")
 	if err := srv.FailTransferAtConfirmation(tr2.TransferID); err != nil {
 		t.Fatal(err)
 	}
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "7" {
+	if got := srv.Balance(t, "@alice", "USDG").String(); got != "7" {
 		t.Fatalf("alice available %s", got)
 	}
 	srv.Advance(time.Second)
@@ -151,7 +126,7 @@ func TestTransferFailedReleasesReservation(t *testing.T) {
 	if got.Status != confpay.StatusFailed {
 		t.Fatalf("status %s", got.Status)
 	}
-	if a := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); a != "10" {
+	if a := srv.Balance(t, "@alice", "USDG").String(); a != "10" {
 		t.Fatalf("alice %s", a)
 	}
 }
@@ -159,23 +134,23 @@ func TestTransferFailedReleasesReservation(t *testing.T) {
 func TestSettle(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-	cFund(t, srv, "@alice", confpay.NetworkLive, "USDG", "10")
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "1")
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "2")
-	cSend(t, cSDK(t, srv, alice.live(), nil), "@bob", "5")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
+	fundOn(t, srv, "@alice", confpay.NetworkLive, "USDG", "10")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "1")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "2")
+	send(t, newClient(t, srv, alice.live(), nil), "@bob", "5")
 	if n := srv.Settle(); n != 3 {
 		t.Fatalf("Settle = %d", n)
 	}
 	if n := srv.Settle(); n != 0 {
 		t.Fatalf("second Settle = %d", n)
 	}
-	if b := cSettled(t, srv, "@bob", confpay.NetworkTest, "USDG"); b != "3" {
+	if b := settled(t, srv, "@bob", confpay.NetworkTest, "USDG"); b != "3" {
 		t.Fatalf("bob test %s", b)
 	}
-	if b := cSettled(t, srv, "@bob", confpay.NetworkLive, "USDG"); b != "5" {
+	if b := settled(t, srv, "@bob", confpay.NetworkLive, "USDG"); b != "5" {
 		t.Fatalf("bob live %s", b)
 	}
 }
@@ -183,14 +158,14 @@ func TestSettle(t *testing.T) {
 func TestRecipientKinds(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@Bob_2")
-	carol := cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@carol"}) // no encryption key
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@Bob_2")
+	carol := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@carol"}) // no encryption key
 	if err := srv.RegisterDomain("@bob_2", "API.Market"); err != nil {
 		t.Fatal(err)
 	}
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
-	ac := cSDK(t, srv, alice.test(), nil)
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	ac := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 	bobAddr := bob.info.PublicKey
 	external := common.HexToAddress("0x00000000000000000000000000000000000000aa").Hex()
@@ -219,13 +194,13 @@ func TestRecipientKinds(t *testing.T) {
 		}
 	}
 	srv.Advance(time.Second)
-	if got := cSettled(t, srv, "@bob_2", confpay.NetworkTest, "USDG"); got != "7" {
+	if got := settled(t, srv, "@bob_2", confpay.NetworkTest, "USDG"); got != "7" {
 		t.Fatalf("bob received %s, want 7", got)
 	}
-	if got := cSettled(t, srv, "@carol", confpay.NetworkTest, "USDG"); got != "1" {
+	if got := settled(t, srv, "@carol", confpay.NetworkTest, "USDG"); got != "1" {
 		t.Fatalf("carol received %s", got)
 	}
-	if got := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "91" {
+	if got := settled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "91" {
 		t.Fatalf("alice has %s", got)
 	}
 
@@ -255,7 +230,7 @@ func TestRecipientKinds(t *testing.T) {
 		if err == nil {
 			t.Fatalf("to %s: no error", c.to)
 		}
-		cWantErr(t, err, c.status, c.code, c.param)
+		wantAPIError(t, err, c.status, c.code, c.param, "")
 	}
 	_ = carol
 }
@@ -263,12 +238,12 @@ func TestRecipientKinds(t *testing.T) {
 func TestBadChecksumAddress(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1")
+	alice := newAccount(t, srv, "@alice")
+	srv.AddFunds(t, "@alice", "USDG", "1")
 	bad := badChecksum(common.HexToAddress("0xfb6916095ca1df60bb79ce92ce3ea74c37c5d359").Hex())
-	_, err := cSDK(t, srv, alice.test(), nil).Transfers.Create(context.Background(), &confpay.TransferCreateParams{
+	_, err := newClient(t, srv, alice.test(), nil).Transfers.Create(context.Background(), &confpay.TransferCreateParams{
 		To: bad, Amount: confpay.MustParseAmount("1"), Confidential: confpay.Ptr(false)})
-	ae := cWantErr(t, err, 400, confpay.CodeInvalidRequest, "to")
+	ae := wantAPIError(t, err, 400, confpay.CodeInvalidRequest, "to", "")
 	if !strings.Contains(ae.Message, "checksum") {
 		t.Fatalf("message %q", ae.Message)
 	}
@@ -277,28 +252,28 @@ func TestBadChecksumAddress(t *testing.T) {
 func TestInsufficientBalanceAndConcurrentReservation(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	ac := cSDK(t, srv, alice.test(), nil)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	ac := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 	_, err := ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("0.000001")})
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "5")
-	cSend(t, ac, "@bob", "3")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	srv.AddFunds(t, "@alice", "USDG", "5")
+	send(t, ac, "@bob", "3")
 	// 2 left available although 5 are settled: 3 more is refused.
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("3")})
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
-	cSend(t, ac, "@bob", "2")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	send(t, ac, "@bob", "2")
 	// ETH is a separate balance.
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Asset: "ETH", Amount: confpay.MustParseAmount("0.000000000000000001")})
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "ETH", "1")
-	tr := cSend(t, ac, "@bob", "0.000000000000000001", func(p *confpay.TransferCreateParams) { p.Asset = "ETH" })
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	srv.AddFunds(t, "@alice", "ETH", "1")
+	tr := send(t, ac, "@bob", "0.000000000000000001", withAsset("ETH"))
 	if tr.Asset != "ETH" {
 		t.Fatalf("asset %s", tr.Asset)
 	}
 	srv.Advance(time.Second)
-	if got := cSettled(t, srv, "@bob", confpay.NetworkTest, "ETH"); got != "0.000000000000000001" {
+	if got := settled(t, srv, "@bob", confpay.NetworkTest, "ETH"); got != "0.000000000000000001" {
 		t.Fatalf("bob ETH %s", got)
 	}
 }
@@ -307,12 +282,12 @@ func TestKYCGate(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
 	for _, st := range []confpay.KYCStatus{confpay.KYCUnverified, confpay.KYCPending} {
-		p := cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@u_" + string(st), KYCStatus: st, GenerateEncryptionKey: true})
-		cFund(t, srv, p.info.Handle, confpay.NetworkTest, "USDG", "5")
-		cAccount(t, srv, "@r_"+string(st))
-		c := cSDK(t, srv, p.test(), nil)
+		p := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@u_" + string(st), KYCStatus: st, GenerateEncryptionKey: true})
+		srv.AddFunds(t, p.info.Handle, "USDG", "5")
+		newAccount(t, srv, "@r_"+string(st))
+		c := newClient(t, srv, p.test(), nil)
 		_, err := c.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@r_" + string(st), Amount: confpay.MustParseAmount("1")})
-		cWantErr(t, err, 403, confpay.CodeKYCRequired, "")
+		wantAPIError(t, err, 403, confpay.CodeKYCRequired, "", "")
 		// Reads still work.
 		if _, err := c.Accounts.Me(context.Background()); err != nil {
 			t.Fatal(err)
@@ -320,29 +295,29 @@ func TestKYCGate(t *testing.T) {
 		if err := srv.SetKYC(p.info.Handle, confpay.KYCEnhanced); err != nil {
 			t.Fatal(err)
 		}
-		cSend(t, c, "@r_"+string(st), "1")
+		send(t, c, "@r_"+string(st), "1")
 	}
 }
 
 func TestNetworkIsolation(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkLive, "USDG", "50")
-	live := cSDK(t, srv, alice.live(), nil)
-	test := cSDK(t, srv, alice.test(), nil)
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	fundOn(t, srv, "@alice", confpay.NetworkLive, "USDG", "50")
+	live := newClient(t, srv, alice.live(), nil)
+	test := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 
 	// Live money cannot be spent with a test key.
 	_, err := test.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")})
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
-	tr := cSend(t, live, "@bob", "20")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	tr := send(t, live, "@bob", "20")
 	// A test key never sees live transfers or balances.
 	_, err = test.Transfers.Get(ctx, tr.TransferID)
-	cWantErr(t, err, 404, confpay.CodeNotFound, "")
-	_, err = cSDK(t, srv, bob.test(), nil).Transfers.Get(ctx, tr.TransferID)
-	cWantErr(t, err, 404, confpay.CodeNotFound, "")
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
+	_, err = newClient(t, srv, bob.test(), nil).Transfers.Get(ctx, tr.TransferID)
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 	l, err := test.Transfers.List(ctx, nil)
 	if err != nil || len(l.Transfers) != 0 {
 		t.Fatalf("test list %v %v", l, err)
@@ -355,38 +330,38 @@ func TestNetworkIsolation(t *testing.T) {
 	if err != nil || len(bs) != 1 || bs[0].Nonzero == nil || !*bs[0].Nonzero {
 		t.Fatalf("live balances %v %v", bs, err)
 	}
-	got, err := cSDK(t, srv, bob.live(), nil).Transfers.Get(ctx, tr.TransferID)
+	got, err := newClient(t, srv, bob.live(), nil).Transfers.Get(ctx, tr.TransferID)
 	if err != nil || got.TransferID != tr.TransferID {
 		t.Fatalf("bob live get: %v", err)
 	}
 	// The tx hash commits to the chain id: the same transfer fields on
 	// the other chain would hash differently, and two transfers never
 	// share one.
-	tr2 := cSend(t, live, "@bob", "20")
+	tr2 := send(t, live, "@bob", "20")
 	if tr2.TxHash == tr.TxHash {
 		t.Fatal("two transfers share a tx hash")
 	}
-	// A third cParty sees nothing.
-	carol := cAccount(t, srv, "@carol")
-	_, err = cSDK(t, srv, carol.live(), nil).Transfers.Get(ctx, tr.TransferID)
-	cWantErr(t, err, 404, confpay.CodeNotFound, "")
+	// A third party sees nothing.
+	carol := newAccount(t, srv, "@carol")
+	_, err = newClient(t, srv, carol.live(), nil).Transfers.Get(ctx, tr.TransferID)
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 }
 
 func TestKeysAndAuth(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "50")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "50")
 	ctx := context.Background()
 
 	k2, err := srv.IssueKey("@alice", confpay.NetworkTest, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2 := cSDK(t, srv, k2.APIKey.Reveal(), nil)
-	cSend(t, c2, "@bob", "1.5")
-	cSend(t, c2, "@bob", "2")
+	c2 := newClient(t, srv, k2.APIKey.Reveal(), nil)
+	send(t, c2, "@bob", "1.5")
+	send(t, c2, "@bob", "2")
 	srv.Advance(time.Second)
 	keys, err := srv.Keys("@alice")
 	if err != nil {
@@ -409,9 +384,9 @@ func TestKeysAndAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c2.Accounts.Me(ctx)
-	cWantErr(t, err, 401, confpay.CodeUnauthorized, "")
+	wantAPIError(t, err, 401, confpay.CodeUnauthorized, "", "")
 	// The account's other key still works.
-	if _, err := cSDK(t, srv, alice.test(), nil).Accounts.Me(ctx); err != nil {
+	if _, err := newClient(t, srv, alice.test(), nil).Accounts.Me(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -427,11 +402,11 @@ func TestKeysAndAuth(t *testing.T) {
 	bad := []string{"", "hc_test_", "hc_test_" + strings.Repeat("a", 32), "sk_test_abc", k2.APIKey.Reveal(), "Basic " + alice.test()}
 	for _, p := range paths {
 		for i, key := range bad {
-			var a cAnswer
+			var a answer
 			if i == len(bad)-1 {
-				a = cRaw(t, srv, p.method, p.path, "", "", "Authorization", key)
+				a = rawCall(t, srv, p.method, p.path, "", "", "Authorization", key)
 			} else {
-				a = cRaw(t, srv, p.method, p.path, key, "")
+				a = rawCall(t, srv, p.method, p.path, key, "")
 			}
 			if a.status != 401 || a.err().Code != confpay.CodeUnauthorized || a.err().RequestID == "" {
 				t.Fatalf("%s %s with key #%d: %d %s", p.method, p.path, i, a.status, a.body)
@@ -443,34 +418,34 @@ func TestKeysAndAuth(t *testing.T) {
 func TestUnknownPathAndMethod(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	a := cRaw(t, srv, "GET", "/v1/nothing", alice.test(), "")
+	alice := newAccount(t, srv, "@alice")
+	a := rawCall(t, srv, "GET", "/v1/nothing", alice.test(), "")
 	if a.status != 404 || a.err().Code != confpay.CodeNotFound {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	a = cRaw(t, srv, "GET", "/v2/transfers", "", "")
+	a = rawCall(t, srv, "GET", "/v2/transfers", "", "")
 	if a.status != 404 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	a = cRaw(t, srv, "DELETE", "/v1/transfers", alice.test(), "")
+	a = rawCall(t, srv, "DELETE", "/v1/transfers", alice.test(), "")
 	if a.status != 405 || a.err().Code != confpay.CodeMethodNotAllowed || a.header.Get("Allow") == "" {
 		t.Fatalf("%d %s %v", a.status, a.body, a.header)
 	}
-	a = cRaw(t, srv, "PUT", "/v1/accounts/me", "", "")
+	a = rawCall(t, srv, "PUT", "/v1/accounts/me", "", "")
 	if a.status != 405 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 	// The mux's own redirect of an unclean path carries a request id too
 	// (checked by raw).
-	cRaw(t, srv, "GET", "/v1//transfers", alice.test(), "")
+	rawCall(t, srv, "GET", "/v1//transfers", alice.test(), "")
 }
 
 func TestBodyLimit(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	body := `{"to":"@bob","amount":"1","memo":"` + strings.Repeat("x", fakeserver.MaxBodyBytes) + `"}`
-	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body)
+	a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body)
 	if a.status != http.StatusRequestEntityTooLarge || a.err().Code != confpay.CodeRequestTooLarge {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
@@ -479,8 +454,8 @@ func TestBodyLimit(t *testing.T) {
 func TestMe(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@Acme", Type: confpay.AccountBusiness, KYCStatus: confpay.KYCPending, GenerateEncryptionKey: true})
-	me, err := cSDK(t, srv, alice.test(), nil).Accounts.Me(context.Background())
+	alice := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@Acme", Type: confpay.AccountBusiness, KYCStatus: confpay.KYCPending, GenerateEncryptionKey: true})
+	me, err := newClient(t, srv, alice.test(), nil).Accounts.Me(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

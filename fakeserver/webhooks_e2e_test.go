@@ -6,12 +6,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,47 +17,9 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whSink is a local webhook receiver that keeps every request and answers
-// with a fixed status.
-type whSink struct {
-	hs     *httptest.Server
-	status int
-
-	mu   sync.Mutex
-	reqs []whSinkReq
-}
-
-type whSinkReq struct {
-	header http.Header
-	body   []byte
-	fields map[string]any
-}
-
-func newWHSink(t *testing.T, status int) *whSink {
-	t.Helper()
-	k := &whSink{status: status}
-	k.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var m map[string]any
-		_ = json.Unmarshal(body, &m)
-		k.mu.Lock()
-		k.reqs = append(k.reqs, whSinkReq{header: r.Header.Clone(), body: body, fields: m})
-		k.mu.Unlock()
-		w.WriteHeader(k.status)
-	}))
-	t.Cleanup(k.hs.Close)
-	return k
-}
-
-func (k *whSink) all() []whSinkReq {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return slices.Clone(k.reqs)
-}
-
-// whVerify checks every request's signature with the test's own HMAC
+// verifyHooks checks every request's signature with the test's own HMAC
 // and its headers, and that none carries a figure.
-func whVerify(t *testing.T, k *whSink, secret confpay.Secret, figures ...string) []whSinkReq {
+func verifyHooks(t *testing.T, k *hookSink, secret confpay.Secret, figures ...string) []hookRequest {
 	t.Helper()
 	reqs := k.all()
 	for i, r := range reqs {
@@ -103,8 +61,8 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	if err := srv.Fund(aliceInfo.AccountID, confpay.NetworkTest, "USDG", "1000"); err != nil {
 		t.Fatal(err)
 	}
-	ka, kb, kc := newWHSink(t, 200), newWHSink(t, 204), newWHSink(t, 200)
-	sub := func(c *confpay.Client, k *whSink) *confpay.Webhook {
+	ka, kb, kc := newHookSink(t, 200), newHookSink(t, 204), newHookSink(t, 200)
+	sub := func(c *confpay.Client, k *hookSink) *confpay.Webhook {
 		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL + "/hook", Events: confpay.EventKinds()})
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +105,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	}
 	wantKeys := []string{"account", "asset", "confidential", "counterparty", "direction", "event", "event_id", "timestamp", "transfer_id", "tx_hash"}
 	// Events emitted at one instant may arrive in any order: find each.
-	check := func(who string, reqs []whSinkReq, account, direction, counterparty string) map[string]string {
+	check := func(who string, reqs []hookRequest, account, direction, counterparty string) map[string]string {
 		t.Helper()
 		if len(reqs) != len(wants) {
 			t.Fatalf("%s got %d deliveries, want %d", who, len(reqs), len(wants))
@@ -180,8 +138,8 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 		}
 		return ids
 	}
-	aliceIDs := check("alice", whVerify(t, ka, wa.Secret, figures...), "@alice", "sent", "@bob")
-	check("bob", whVerify(t, kb, wb.Secret, figures...), "@bob", "received", "@alice")
+	aliceIDs := check("alice", verifyHooks(t, ka, wa.Secret, figures...), "@alice", "sent", "@bob")
+	check("bob", verifyHooks(t, kb, wb.Secret, figures...), "@bob", "received", "@alice")
 	if n := len(kc.all()); n != 0 {
 		t.Fatalf("carol, no party to the transfers, got %d deliveries", n)
 	}
@@ -214,7 +172,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 		t.Fatalf("replay answer %+v", r)
 	}
 	srv.Sync()
-	reqs := whVerify(t, ka, wa.Secret, figures...)
+	reqs := verifyHooks(t, ka, wa.Secret, figures...)
 	if len(reqs) != 5 || !bytes.Equal(reqs[4].body, first.body) || reqs[4].header.Get("X-Service-Delivery-Attempt") != "1" {
 		t.Fatalf("the replay did not re-send the same body (%d requests)", len(reqs))
 	}
@@ -224,7 +182,7 @@ func TestWebhooksEndToEndTransfers(t *testing.T) {
 	}
 	// Bob's side of the same transfer is not alice's event.
 	_, err = alice.Webhooks.Replay(ctx, wa.WebhookID, kb.all()[0].fields["event_id"].(string))
-	whWantError(t, err, 404, confpay.CodeNotFound, "")
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 	rec.Check(t, figures...)
 }
 
@@ -242,7 +200,7 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := srv.Client(alice.TestKey, confpay.WithMaxRetries(0))
-	k := newWHSink(t, http.StatusInternalServerError)
+	k := newHookSink(t, http.StatusInternalServerError)
 	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: confpay.EventKinds()})
 	if err != nil {
 		t.Fatal(err)
@@ -264,17 +222,6 @@ func TestWebhooksDeleteStopsDeliveries(t *testing.T) {
 	if n := fakeserver.PendingTimers(srv); n != 0 {
 		t.Fatalf("%d timers left after the delete", n)
 	}
-}
-
-// find returns the requests of a kind.
-func (k *whSink) find(kind string) []whSinkReq {
-	var out []whSinkReq
-	for _, r := range k.all() {
-		if r.fields["event"] == kind {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func TestWebhooksEndToEndAgents(t *testing.T) {
@@ -309,8 +256,8 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	if err := srv.Fund(agent.AccountID, confpay.NetworkTest, "USDG", "900"); err != nil {
 		t.Fatal(err)
 	}
-	ka, kbot, kb := newWHSink(t, 200), newWHSink(t, 200), newWHSink(t, 200)
-	sub := func(c *confpay.Client, k *whSink) *confpay.Webhook {
+	ka, kbot, kb := newHookSink(t, 200), newHookSink(t, 200), newHookSink(t, 200)
+	sub := func(c *confpay.Client, k *hookSink) *confpay.Webhook {
 		w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: k.hs.URL, Events: confpay.EventKinds()})
 		if err != nil {
 			t.Fatal(err)
@@ -334,14 +281,14 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	if err := srv.FailTransfer(failed.TransferID); err != nil {
 		t.Fatal(err)
 	}
-	held := cHold(t, bot, "@bob", "75.25") // held for alice
+	held := hold(t, bot, "@bob", "75.25") // held for alice
 	srv.Sync()
 	approved, err := alice.Agents.Approve(ctx, held.TransactionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Sync()
-	rejectedTx := cHold(t, bot, "@bob", "60")
+	rejectedTx := hold(t, bot, "@bob", "60")
 	srv.Sync()
 	if _, err := alice.Agents.Reject(ctx, rejectedTx.TransactionID); err != nil {
 		t.Fatal(err)
@@ -352,9 +299,9 @@ func TestWebhooksEndToEndAgents(t *testing.T) {
 	srv.Sync()
 
 	figures := []string{"20", "20000000", "5.5", "5500000", "75.25", "75250000", "60", "60000000", "900", "900000000"}
-	owner := whVerify(t, ka, wa.Secret, figures...)
-	whVerify(t, kbot, wbot.Secret, figures...)
-	whVerify(t, kb, wb.Secret, figures...)
+	owner := verifyHooks(t, ka, wa.Secret, figures...)
+	verifyHooks(t, kbot, wbot.Secret, figures...)
+	verifyHooks(t, kb, wb.Secret, figures...)
 
 	// The owner saw every one of the seven kinds.
 	kinds := map[string]bool{}

@@ -43,7 +43,7 @@ func FuzzParseWebhookCreate(f *testing.F) {
 			}
 			return
 		}
-		whCheckURL(t, req.url)
+		checkURLOnce(t, req.url)
 		if len(req.events) == 0 {
 			t.Fatal("accepted an empty event list")
 		}
@@ -72,13 +72,13 @@ func FuzzCheckWebhookURL(f *testing.F) {
 			}
 			return
 		}
-		whCheckURL(t, raw)
+		checkURLOnce(t, raw)
 	})
 }
 
-// whCheckURL asserts the rules on an accepted URL independently of
+// checkURLOnce asserts the rules on an accepted URL independently of
 // checkWebhookURL's own code.
-func whCheckURL(t *testing.T, raw string) {
+func checkURLOnce(t *testing.T, raw string) {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -40,16 +40,16 @@ func TestDeliveryToATLSReceiver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got.Store(0)
 			srv := fakeserver.New(t, tc.opts...)
-			alice := cAccount(t, srv, "@alice")
-			cAccount(t, srv, "@bob")
-			cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-			c := cSDK(t, srv, alice.test(), nil)
+			alice := newAccount(t, srv, "@alice")
+			newAccount(t, srv, "@bob")
+			srv.AddFunds(t, "@alice", "USDG", "10")
+			c := newClient(t, srv, alice.test(), nil)
 			ctx := context.Background()
 			sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL + "/hook", Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cSend(t, c, "@bob", "1")
+			send(t, c, "@bob", "1")
 			srv.Sync()
 			ds, err := allDeliveries(ctx, c, sub.WebhookID)
 			if err != nil || len(ds) != 1 {

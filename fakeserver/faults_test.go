@@ -19,15 +19,15 @@ import (
 func TestFaultErrorThenRetry(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 2, Action: fakeserver.FaultError,
 		Status: 503, RetryAfter: confpay.Ptr(0)}); err != nil {
 		t.Fatal(err)
 	}
 	var resp confpay.Response
-	tr, err := cSDK(t, srv, alice.test(), nil).Transfers.Create(context.Background(),
+	tr, err := newClient(t, srv, alice.test(), nil).Transfers.Create(context.Background(),
 		&confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")}, confpay.WithResponse(&resp))
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +47,11 @@ func TestFaultErrorThenRetry(t *testing.T) {
 	if _, err := srv.AddFault(fakeserver.Fault{Action: fakeserver.FaultError, Status: 429, RetryAfter: confpay.Ptr(7), Times: 1}); err != nil {
 		t.Fatal(err)
 	}
-	a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), "")
+	a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), "")
 	if a.status != 429 || a.err().Code != confpay.CodeRateLimited || a.header.Get("Retry-After") != "7" {
 		t.Fatalf("%d %s %v", a.status, a.body, a.header)
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 200 {
 		t.Fatalf("after the fault: %d", a.status)
 	}
 }
@@ -59,15 +59,15 @@ func TestFaultErrorThenRetry(t *testing.T) {
 func TestFaultMatching(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "GET", Path: "/v1/transfers/*", Action: fakeserver.FaultError, Status: 500}); err != nil {
 		t.Fatal(err)
 	}
-	if a := cRaw(t, srv, "GET", "/v1/transfers", alice.test(), ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/v1/transfers", alice.test(), ""); a.status != 200 {
 		t.Fatalf("list: %d", a.status)
 	}
 	for range 3 { // Times 0: until cleared
-		if a := cRaw(t, srv, "GET", "/v1/transfers/tr_x", alice.test(), ""); a.status != 500 || a.err().Code != confpay.CodeInternal {
+		if a := rawCall(t, srv, "GET", "/v1/transfers/tr_x", alice.test(), ""); a.status != 500 || a.err().Code != confpay.CodeInternal {
 			t.Fatalf("get: %d %s", a.status, a.body)
 		}
 	}
@@ -75,14 +75,14 @@ func TestFaultMatching(t *testing.T) {
 	if _, err := srv.AddFault(fakeserver.Fault{Path: "*", Action: fakeserver.FaultError, Status: 502}); err != nil {
 		t.Fatal(err)
 	}
-	if a := cRaw(t, srv, "GET", "/_fake/clock", "", ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/_fake/clock", "", ""); a.status != 200 {
 		t.Fatalf("admin: %d", a.status)
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 502 || a.err().Code != "bad_gateway" {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 502 || a.err().Code != "bad_gateway" {
 		t.Fatalf("catch-all: %d %s", a.status, a.body)
 	}
 	srv.ClearFaults()
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 200 {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 200 {
 		t.Fatalf("cleared: %d", a.status)
 	}
 	for _, f := range []fakeserver.Fault{
@@ -103,13 +103,13 @@ func TestFaultMatching(t *testing.T) {
 func TestFaultDelay(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	if _, err := srv.AddFault(fakeserver.Fault{Path: "/v1/accounts/me", Times: 2, Action: fakeserver.FaultDelay, Delay: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	base := fakeserver.PendingTimers(srv)
 	// A client that gives up first sees a timeout.
-	c := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(0), confpay.WithTimeout(50*time.Millisecond))
+	c := newClient(t, srv, alice.test(), nil, confpay.WithMaxRetries(0), confpay.WithTimeout(50*time.Millisecond))
 	_, err := c.Accounts.Me(context.Background())
 	var te *confpay.TransportError
 	if !errors.As(err, &te) {
@@ -122,7 +122,7 @@ func TestFaultDelay(t *testing.T) {
 	// A patient one gets its answer once the server clock has moved on.
 	done := make(chan error)
 	go func() {
-		_, err := cSDK(t, srv, alice.test(), nil).Accounts.Me(context.Background())
+		_, err := newClient(t, srv, alice.test(), nil).Accounts.Me(context.Background())
 		done <- err
 	}()
 	waitTimers(srv, base+1)
@@ -135,16 +135,16 @@ func TestFaultDelay(t *testing.T) {
 func TestFaultFailAtConfirmation(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: fakeserver.FaultFailAtConfirmation}); err != nil {
 		t.Fatal(err)
 	}
-	c := cSDK(t, srv, alice.test(), nil)
-	doomed := cSend(t, c, "@bob", "3")
-	fine := cSend(t, c, "@bob", "4")
-	third := cSend(t, c, "@bob", "1")
+	c := newClient(t, srv, alice.test(), nil)
+	doomed := send(t, c, "@bob", "3")
+	fine := send(t, c, "@bob", "4")
+	third := send(t, c, "@bob", "1")
 	if _, err := srv.AddFault(fakeserver.Fault{Action: fakeserver.FaultFailAtConfirmation, TransferID: third.TransferID}); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestFaultFailAtConfirmation(t *testing.T) {
 			t.Fatalf("%s: %v %v, want %s", id, got, err, want)
 		}
 	}
-	if a, b := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"), cSettled(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "6" || b != "4" {
+	if a, b := settled(t, srv, "@alice", confpay.NetworkTest, "USDG"), settled(t, srv, "@bob", confpay.NetworkTest, "USDG"); a != "6" || b != "4" {
 		t.Fatalf("alice %s bob %s", a, b)
 	}
 }
@@ -165,7 +165,7 @@ func TestFaultFailAtConfirmation(t *testing.T) {
 func TestFaultRetryAfterDefault(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	for _, tc := range []struct {
 		status int
 		want   string
@@ -173,17 +173,17 @@ func TestFaultRetryAfterDefault(t *testing.T) {
 		if _, err := srv.AddFault(fakeserver.Fault{Action: fakeserver.FaultError, Status: tc.status, Times: 1}); err != nil {
 			t.Fatal(err)
 		}
-		a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), "")
+		a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), "")
 		if a.status != tc.status || a.header.Get("Retry-After") != tc.want {
 			t.Errorf("injected %d: %d Retry-After %q, want %q", tc.status, a.status, a.header.Get("Retry-After"), tc.want)
 		}
 	}
 	// Over the admin interface too.
-	a := cRaw(t, srv, "POST", "/_fake/faults", "", `{"action":"error","status":503,"times":1}`)
+	a := rawCall(t, srv, "POST", "/_fake/faults", "", `{"action":"error","status":503,"times":1}`)
 	if a.status != 201 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	if a := cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 503 || a.header.Get("Retry-After") != "1" {
+	if a := rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), ""); a.status != 503 || a.header.Get("Retry-After") != "1" {
 		t.Errorf("injected 503 over /_fake: %d Retry-After %q", a.status, a.header.Get("Retry-After"))
 	}
 }
@@ -196,9 +196,9 @@ func TestFaultRetryAfterDefault(t *testing.T) {
 func TestFaultResetAfterCommit(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 
 	// Raw TCP: the status line and headers of the committed answer, then
 	// the end of the connection.
@@ -231,7 +231,7 @@ func TestFaultResetAfterCommit(t *testing.T) {
 	}
 	hc := &http.Client{}
 	for i := range 3 {
-		cRaw(t, srv, "GET", "/v1/accounts/me", alice.test(), "") // a connection to reuse
+		rawCall(t, srv, "GET", "/v1/accounts/me", alice.test(), "") // a connection to reuse
 		req, _ := http.NewRequest("POST", srv.URL()+"/v1/transfers", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+alice.test())
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("net-http-%d", i))
@@ -254,7 +254,7 @@ func TestFaultResetAfterCommit(t *testing.T) {
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Action: fakeserver.FaultResetAfterCommit}); err != nil {
 		t.Fatal(err)
 	}
-	c := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(2))
+	c := newClient(t, srv, alice.test(), nil, confpay.WithMaxRetries(2))
 	_, err = c.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("2")}, confpay.WithIdempotencyKey("sdk-1"))
 	var te *confpay.TransportError
 	if !errors.As(err, &te) || te.Attempts != 3 {
@@ -272,12 +272,12 @@ func TestFaultResetAfterCommit(t *testing.T) {
 	if err != nil || !resp.IdempotentReplayed || tr.TransferID == "" {
 		t.Fatalf("retry with the same key: %v replayed=%v", err, resp.IdempotentReplayed)
 	}
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "94" {
+	if got := srv.Balance(t, "@alice", "USDG").String(); got != "94" {
 		t.Errorf("available = %s, want 94 (100 - 1 - 3 - 2)", got)
 	}
 
 	// The admin interface takes the action too.
-	if a := cRaw(t, srv, "POST", "/_fake/faults", "", `{"action":"reset_after_commit","method":"POST","path":"/v1/transfers","times":1}`); a.status != 201 {
+	if a := rawCall(t, srv, "POST", "/_fake/faults", "", `{"action":"reset_after_commit","method":"POST","path":"/v1/transfers","times":1}`); a.status != 201 {
 		t.Fatalf("POST /_fake/faults reset_after_commit: %d %s", a.status, a.body)
 	}
 	if fs := srv.Faults(); len(fs) != 1 || fs[0].Action != fakeserver.FaultResetAfterCommit {

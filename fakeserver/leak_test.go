@@ -19,21 +19,21 @@ import (
 func TestNoFigureInAnyAnswer(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	owner := cAccount(t, srv, "@owner")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@owner", confpay.NetworkTest, "USDG", "9876.54321")
+	owner := newAccount(t, srv, "@owner")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@owner", "USDG", "9876.54321")
 	rec := leakcheck.New(nil)
-	oc := cSDK(t, srv, owner.test(), rec)
+	oc := newClient(t, srv, owner.test(), rec)
 	ctx := context.Background()
 
 	// Direct payments, read back every way.
-	tr := cSend(t, oc, "@bob", "271.828182", func(p *confpay.TransferCreateParams) { p.Memo = "figure 271.828182 inside" })
+	tr := send(t, oc, "@bob", "271.828182", withMemo("figure 271.828182 inside"))
 	_, _ = oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("271.828182")}, confpay.WithIdempotencyKey("k"))
 	_, _ = oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("271.828182")}, confpay.WithIdempotencyKey("k"))
 	_, err := oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("55555.123456")})
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 	_, err = oc.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@nobody", Amount: confpay.MustParseAmount("271.828182")})
-	cWantErr(t, err, 404, confpay.CodeRecipientNotFound, "to")
+	wantAPIError(t, err, 404, confpay.CodeRecipientNotFound, "to", "")
 	if _, err := oc.Transfers.Get(ctx, tr.TransferID); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestNoFigureInAnyAnswer(t *testing.T) {
 	if _, err := oc.Transfers.List(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cSDK(t, srv, mustKey(t, srv, "@bob"), rec).Transfers.List(ctx, nil); err != nil {
+	if _, err := newClient(t, srv, newKey(t, srv, "@bob"), rec).Transfers.List(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := oc.Accounts.Balances(ctx, nil); err != nil {
@@ -61,11 +61,11 @@ func TestNoFigureInAnyAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cFund(t, srv, agent.AccountID, confpay.NetworkTest, "USDG", "3333.333333")
-	ac := cSDK(t, srv, mustKey(t, srv, agent.AccountID), rec)
-	cSend(t, ac, "@bob", "99.999999")
-	held := cHold(t, ac, "@bob", "1234.567891")
-	held2 := cHold(t, ac, "@bob", "1111.111111")
+	srv.AddFunds(t, agent.AccountID, "USDG", "3333.333333")
+	ac := newClient(t, srv, newKey(t, srv, agent.AccountID), rec)
+	send(t, ac, "@bob", "99.999999")
+	held := hold(t, ac, "@bob", "1234.567891")
+	held2 := hold(t, ac, "@bob", "1111.111111")
 	if _, err := oc.Agents.ListPending(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -94,23 +94,13 @@ func TestNoFigureInAnyAnswer(t *testing.T) {
 	}
 }
 
-// mustKey issues a test key for an account.
-func mustKey(t testing.TB, srv *fakeserver.Server, ref string) string {
-	t.Helper()
-	k, err := srv.IssueKey(ref, confpay.NetworkTest, "leak")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.APIKey.Reveal()
-}
-
 func TestRecordsDoNotPrintFigures(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "4242.4242")
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "31.337", func(p *confpay.TransferCreateParams) { p.Memo = "secret memo" })
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "4242.4242")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "31.337", withMemo("secret memo"))
 	recs, _ := srv.Transfers("@alice", confpay.NetworkTest)
 	books, _ := srv.Books("@alice", confpay.NetworkTest)
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {

@@ -3,8 +3,6 @@ package fakeserver_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -15,65 +13,16 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whAccount creates an account and returns its keys and SDK clients.
-type whAccount struct {
-	info *fakeserver.AccountInfo
-	test *confpay.Client
-	live *confpay.Client
-}
-
-func newWHAccount(t *testing.T, srv *fakeserver.Server, handle string) *whAccount {
-	t.Helper()
-	info, err := srv.CreateAccount(fakeserver.AccountParams{Handle: handle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := srv.Client(info.TestKey, confpay.WithMaxRetries(0))
-	lc := srv.Client(info.LiveKey, confpay.WithMaxRetries(0))
-	return &whAccount{info: info, test: tc, live: lc}
-}
-
-// whRaw sends one request with the account's test key and returns the
-// status and body.
-func whRaw(t *testing.T, srv *fakeserver.Server, key confpay.Secret, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, srv.URL()+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key.Reveal())
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
-}
-
-func whWantError(t *testing.T, err error, status int, code confpay.ErrorCode, param string) {
-	t.Helper()
-	var ae *confpay.APIError
-	if !errors.As(err, &ae) {
-		t.Fatalf("got %v, want a %d %s API error", err, status, code)
-	}
-	if ae.StatusCode != status || ae.Code != code || ae.Param != param {
-		t.Fatalf("got %d %s param %q, want %d %s param %q (%s)", ae.StatusCode, ae.Code, ae.Param, status, code, param, ae.Message)
-	}
-}
-
 var whSecretRE = regexp.MustCompile(`^whsec_[A-Za-z0-9]{32}$`)
 
 func TestWebhooksCreateListDelete(t *testing.T) {
 	srv := fakeserver.New(t)
-	alice := newWHAccount(t, srv, "@alice")
+	alice := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@alice"})
+	aliceTest := newClient(t, srv, alice.test(), nil, noRetry)
+	aliceLive := newClient(t, srv, alice.live(), nil, noRetry)
 	ctx := context.Background()
 
-	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
+	w, err := aliceTest.Webhooks.Create(ctx, &confpay.WebhookCreateParams{
 		URL:    "https://hooks.example.com/confpay",
 		Events: []confpay.EventKind{webhookverify.KindTransferConfirmed, webhookverify.KindAgentPolicyUpdated},
 	})
@@ -87,7 +36,7 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 	if !whSecretRE.MatchString(w.Secret.Reveal()) {
 		t.Fatal("the secret is not whsec_ and 32 base62 characters")
 	}
-	w2, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://127.0.0.1:9/h", Events: []confpay.EventKind{webhookverify.KindTransferFailed}})
+	w2, err := aliceTest.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://127.0.0.1:9/h", Events: []confpay.EventKind{webhookverify.KindTransferFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,14 +45,15 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 	}
 
 	// The list has no secrets, in creation order.
-	status, body := whRaw(t, srv, alice.info.TestKey, "GET", "/v1/webhooks", "")
+	r := rawCall(t, srv, "GET", "/v1/webhooks", alice.info.TestKey.Reveal(), "")
+	status, body := r.status, r.body
 	if status != 200 {
 		t.Fatalf("list: %d %s", status, body)
 	}
 	if strings.Contains(string(body), "secret") || strings.Contains(string(body), w.Secret.Reveal()) {
 		t.Fatalf("the list shows a secret: %s", body)
 	}
-	list, err := alice.test.Webhooks.List(ctx)
+	list, err := aliceTest.Webhooks.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,10 +61,11 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 		t.Fatalf("list %+v", list)
 	}
 	// The other network has its own (empty) list.
-	if l, err := alice.live.Webhooks.List(ctx); err != nil || len(l) != 0 {
+	if l, err := aliceLive.Webhooks.List(ctx); err != nil || len(l) != 0 {
 		t.Fatalf("live list: %v, %v", l, err)
 	}
-	status, body = whRaw(t, srv, alice.info.LiveKey, "GET", "/v1/webhooks", "")
+	r = rawCall(t, srv, "GET", "/v1/webhooks", alice.info.LiveKey.Reveal(), "")
+	status, body = r.status, r.body
 	if status != 200 || strings.TrimSpace(string(body)) != `{"webhooks":[]}` {
 		t.Fatalf("empty list: %d %s", status, body)
 	}
@@ -122,57 +73,65 @@ func TestWebhooksCreateListDelete(t *testing.T) {
 	// Delete: 204 at once; deleting again is 204 too (a retried DELETE
 	// must not look like a failure), but only for the account that
 	// deleted it: anyone else, or the other network, hears 404.
-	status, body = whRaw(t, srv, alice.info.TestKey, "DELETE", "/v1/webhooks/"+w.WebhookID, "")
+	r = rawCall(t, srv, "DELETE", "/v1/webhooks/"+w.WebhookID, alice.info.TestKey.Reveal(), "")
+	status, body = r.status, r.body
 	if status != http.StatusNoContent || len(body) != 0 {
 		t.Fatalf("delete: %d %q", status, body)
 	}
-	status, body = whRaw(t, srv, alice.info.TestKey, "DELETE", "/v1/webhooks/"+w.WebhookID, "")
+	r = rawCall(t, srv, "DELETE", "/v1/webhooks/"+w.WebhookID, alice.info.TestKey.Reveal(), "")
+	status, body = r.status, r.body
 	if status != http.StatusNoContent || len(body) != 0 {
 		t.Fatalf("delete again: %d %q, want 204", status, body)
 	}
-	if err := alice.test.Webhooks.Delete(ctx, w.WebhookID); err != nil {
+	if err := aliceTest.Webhooks.Delete(ctx, w.WebhookID); err != nil {
 		t.Fatalf("delete again through the SDK: %v", err)
 	}
-	mallory := newWHAccount(t, srv, "@mallory")
-	whWantError(t, mallory.test.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
-	whWantError(t, alice.live.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
-	whWantError(t, alice.test.Webhooks.Delete(ctx, "wh_aaaaaaaaaaaaaaaaaaaa"), 404, confpay.CodeNotFound, "")
-	if list, _ := alice.test.Webhooks.List(ctx); len(list) != 1 || list[0].WebhookID != w2.WebhookID {
+	mallory := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@mallory"})
+	malloryTest := newClient(t, srv, mallory.test(), nil, noRetry)
+	wantAPIError(t, malloryTest.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "", "")
+	wantAPIError(t, aliceLive.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "", "")
+	wantAPIError(t, aliceTest.Webhooks.Delete(ctx, "wh_aaaaaaaaaaaaaaaaaaaa"), 404, confpay.CodeNotFound, "", "")
+	if list, _ := aliceTest.Webhooks.List(ctx); len(list) != 1 || list[0].WebhookID != w2.WebhookID {
 		t.Fatalf("list after delete %+v", list)
 	}
-	_, err = allDeliveries(ctx, alice.test, w.WebhookID)
-	whWantError(t, err, 404, confpay.CodeNotFound, "")
+	_, err = allDeliveries(ctx, aliceTest, w.WebhookID)
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 }
 
 func TestWebhooksAreScopedToAccountAndNetwork(t *testing.T) {
 	srv := fakeserver.New(t)
-	alice, mallory := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@mallory")
+	alice := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@alice"})
+	aliceTest := newClient(t, srv, alice.test(), nil, noRetry)
+	aliceLive := newClient(t, srv, alice.live(), nil, noRetry)
+	mallory := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@mallory"})
+	malloryTest := newClient(t, srv, mallory.test(), nil, noRetry)
 	ctx := context.Background()
-	w, err := alice.test.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://a.example.com/", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}})
+	w, err := aliceTest.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://a.example.com/", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]*confpay.Client{"another account": mallory.test, "the other network": alice.live} {
+	for name, c := range map[string]*confpay.Client{"another account": malloryTest, "the other network": aliceLive} {
 		_, err := allDeliveries(ctx, c, w.WebhookID)
-		whWantError(t, err, 404, confpay.CodeNotFound, "")
+		wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 		_, err = c.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
-		whWantError(t, err, 404, confpay.CodeNotFound, "")
-		whWantError(t, c.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "")
+		wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
+		wantAPIError(t, c.Webhooks.Delete(ctx, w.WebhookID), 404, confpay.CodeNotFound, "", "")
 		if l, _ := c.Webhooks.List(ctx); len(l) != 0 {
 			t.Fatalf("%s lists alice's subscription", name)
 		}
 	}
 	// Still there for alice.
-	if ds, err := allDeliveries(ctx, alice.test, w.WebhookID); err != nil || len(ds) != 0 {
+	if ds, err := allDeliveries(ctx, aliceTest, w.WebhookID); err != nil || len(ds) != 0 {
 		t.Fatalf("alice's deliveries: %v, %v", ds, err)
 	}
-	_, err = alice.test.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
-	whWantError(t, err, 404, confpay.CodeNotFound, "")
+	_, err = aliceTest.Webhooks.Replay(ctx, w.WebhookID, "evt_aaaaaaaaaaaaaaaaaaaa")
+	wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 }
 
 func TestWebhooksCreateValidation(t *testing.T) {
 	srv := fakeserver.New(t)
-	alice := newWHAccount(t, srv, "@alice")
+	alice := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@alice"})
+	aliceTest := newClient(t, srv, alice.test(), nil, noRetry)
 	ok := `["transfer.confirmed"]`
 	before := srv.Snapshot()
 	cases := []struct {
@@ -206,7 +165,8 @@ func TestWebhooksCreateValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := whRaw(t, srv, alice.info.TestKey, "POST", "/v1/webhooks", tc.body)
+			r := rawCall(t, srv, "POST", "/v1/webhooks", alice.info.TestKey.Reveal(), tc.body)
+			status, body := r.status, r.body
 			var e confpay.ErrorBody
 			if err := json.Unmarshal(body, &e); err != nil {
 				t.Fatalf("%d %s", status, body)
@@ -217,7 +177,7 @@ func TestWebhooksCreateValidation(t *testing.T) {
 			checkUnchanged(t, srv, before, tc.name)
 		})
 	}
-	if l, _ := alice.test.Webhooks.List(context.Background()); len(l) != 0 {
+	if l, _ := aliceTest.Webhooks.List(context.Background()); len(l) != 0 {
 		t.Fatalf("invalid requests created %d subscriptions", len(l))
 	}
 
@@ -232,7 +192,7 @@ func TestWebhooksCreateValidation(t *testing.T) {
 		"http://[::1]:9/h",
 	}
 	for _, u := range good {
-		_, err := alice.test.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: u, Events: confpay.EventKinds()})
+		_, err := aliceTest.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: u, Events: confpay.EventKinds()})
 		if err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
@@ -241,12 +201,16 @@ func TestWebhooksCreateValidation(t *testing.T) {
 
 func TestWebhooksAtMost16PerAccountAndNetwork(t *testing.T) {
 	srv := fakeserver.New(t)
-	alice, bob := newWHAccount(t, srv, "@alice"), newWHAccount(t, srv, "@bob")
+	alice := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@alice"})
+	aliceTest := newClient(t, srv, alice.test(), nil, noRetry)
+	aliceLive := newClient(t, srv, alice.live(), nil, noRetry)
+	bob := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@bob"})
+	bobTest := newClient(t, srv, bob.test(), nil, noRetry)
 	ctx := context.Background()
 	p := &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}}
 	var first *confpay.Webhook
 	for i := range 16 {
-		w, err := alice.test.Webhooks.Create(ctx, p)
+		w, err := aliceTest.Webhooks.Create(ctx, p)
 		if err != nil {
 			t.Fatalf("subscription %d: %v", i+1, err)
 		}
@@ -254,20 +218,20 @@ func TestWebhooksAtMost16PerAccountAndNetwork(t *testing.T) {
 			first = w
 		}
 	}
-	_, err := alice.test.Webhooks.Create(ctx, p)
-	whWantError(t, err, 400, confpay.CodeInvalidRequest, "")
+	_, err := aliceTest.Webhooks.Create(ctx, p)
+	wantAPIError(t, err, 400, confpay.CodeInvalidRequest, "", "")
 	// Other networks and other accounts have their own allowance.
-	if _, err := alice.live.Webhooks.Create(ctx, p); err != nil {
+	if _, err := aliceLive.Webhooks.Create(ctx, p); err != nil {
 		t.Fatalf("live: %v", err)
 	}
-	if _, err := bob.test.Webhooks.Create(ctx, p); err != nil {
+	if _, err := bobTest.Webhooks.Create(ctx, p); err != nil {
 		t.Fatalf("bob: %v", err)
 	}
 	// Deleting one makes room.
-	if err := alice.test.Webhooks.Delete(ctx, first.WebhookID); err != nil {
+	if err := aliceTest.Webhooks.Delete(ctx, first.WebhookID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.test.Webhooks.Create(ctx, p); err != nil {
+	if _, err := aliceTest.Webhooks.Create(ctx, p); err != nil {
 		t.Fatalf("after a delete: %v", err)
 	}
 }

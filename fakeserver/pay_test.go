@@ -11,71 +11,14 @@ import (
 	"github.com/confpay/confpay-go/fakeserver"
 )
 
-// payee creates a confidential-ready account.
-func (f *agentsFixture) payee(handle string) *fakeserver.AccountInfo {
-	f.t.Helper()
-	a, err := f.srv.CreateAccount(fakeserver.AccountParams{Handle: handle, GenerateEncryptionKey: true})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return a
-}
-
-// fund credits an account on the test network.
-func (f *agentsFixture) fund(ref, asset, amount string) {
-	f.t.Helper()
-	if err := f.srv.Fund(ref, confpay.NetworkTest, asset, amount); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-// available is an account's available balance of asset on the test
-// network, "0" when it never held any.
-func (f *agentsFixture) available(ref, asset string) string {
-	f.t.Helper()
-	books, err := f.srv.Books(ref, confpay.NetworkTest)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for _, b := range books {
-		if b.Asset == asset {
-			return b.Available.String()
-		}
-	}
-	return "0"
-}
-
-// pay sends amount of asset (USDG when empty) from c to to.
-func (f *agentsFixture) pay(c *confpay.Client, to, amount, asset string) (*confpay.Transfer, error) {
-	return c.Transfers.Create(f.ctx, &confpay.TransferCreateParams{To: to, Amount: confpay.MustParseAmount(amount), Asset: asset, Memo: "order 7"})
-}
-
-// payPublic sends a non-confidential USDG payment (to an external wallet).
-func (f *agentsFixture) payPublic(c *confpay.Client, to, amount string) (*confpay.Transfer, error) {
-	return c.Transfers.Create(f.ctx, &confpay.TransferCreateParams{To: to, Amount: confpay.MustParseAmount(amount), Confidential: confpay.Ptr(false)})
-}
-
-// mustPay fails the test unless the payment is submitted (201).
-func (f *agentsFixture) mustPay(c *confpay.Client, to, amount string) *confpay.Transfer {
-	f.t.Helper()
-	tr, err := f.pay(c, to, amount, "")
-	if err != nil {
-		f.t.Fatalf("pay %s to %s: %v", amount, to, err)
-	}
-	if tr.TransferID == "" || tr.Status != confpay.StatusPending {
-		f.t.Fatalf("pay %s to %s: %+v, want a pending transfer", amount, to, tr)
-	}
-	return tr
-}
-
 // TestAgentsPayRules drives every rule through POST /v1/transfers with the
 // agent's own key, at its boundaries, and checks that a refusal moves
 // nothing.
 func TestAgentsPayRules(t *testing.T) {
-	f := newAgentsFixture(t, fakeserver.WithETHRate(confpay.MustParseLimit("3000")))
-	bob := f.payee("@bob")
-	carol := f.payee("@carol")
-	f.payee("@dave")
+	f := newFixture(t, fakeserver.WithETHRate(confpay.MustParseLimit("3000")))
+	bob := newAccount(t, f.srv, "@bob").info
+	carol := newAccount(t, f.srv, "@carol").info
+	newAccount(t, f.srv, "@dave")
 	if err := f.srv.RegisterDomain(carol.AccountID, "api.example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +27,13 @@ func TestAgentsPayRules(t *testing.T) {
 	}
 	wallet := "0x52908400098527886E0F7030069857D2E4169EE7"
 	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{
-		DailyLimitUSDG: agLimit("100"), PerTransactionLimitUSDG: agLimit("30"),
+		DailyLimitUSDG: limit("100"), PerTransactionLimitUSDG: limit("30"),
 		AllowedRecipients: []string{"@bob", "*.example.com", wallet},
 		Assets:            []string{"USDG", "ETH"},
 		ActiveHours:       confpay.Ptr("09:00-17:00"), // the clock starts at 09:00
 	})
-	f.fund(a.AccountID, "USDG", "1000")
-	f.fund(a.AccountID, "ETH", "1")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
+	f.srv.AddFunds(t, a.AccountID, "ETH", "1")
 
 	type refusal struct {
 		status int
@@ -122,10 +65,10 @@ func TestAgentsPayRules(t *testing.T) {
 		{"daily full", "@bob", "0.000001", "", false, violation(confpay.RuleDailyLimit)},
 	}
 	for _, st := range steps {
-		before := f.available(a.AccountID, "USDG")
-		tr, err := f.pay(agent, st.to, st.amount, st.asset)
+		before := f.srv.Balance(t, a.AccountID, "USDG").String()
+		tr, err := pay(agent, st.to, st.amount, orderMemo, withAsset(st.asset))
 		if st.public {
-			tr, err = f.payPublic(agent, st.to, st.amount)
+			tr, err = pay(agent, st.to, st.amount, public())
 		}
 		if st.want == nil {
 			if err != nil || tr.TransferID == "" {
@@ -133,62 +76,62 @@ func TestAgentsPayRules(t *testing.T) {
 			}
 			continue
 		}
-		e := agWantError(t, err, st.want.status, st.want.code, "", st.want.rule)
+		e := wantAPIError(t, err, st.want.status, st.want.code, "", st.want.rule)
 		if e.Message == "" {
 			t.Errorf("%s: no message", st.name)
 		}
-		if after := f.available(a.AccountID, "USDG"); after != before {
+		if after := f.srv.Balance(t, a.AccountID, "USDG").String(); after != before {
 			t.Errorf("%s: a refusal moved money: %s -> %s", st.name, before, after)
 		}
 	}
 
 	// Outside active hours: a minute past 17:00; then wrap the window.
 	f.srv.Set(time.Date(2026, 1, 6, 17, 0, 59, 0, time.UTC))
-	if _, err := f.pay(agent, "@bob", "1", ""); err != nil {
+	if _, err := pay(agent, "@bob", "1", orderMemo); err != nil {
 		t.Errorf("17:00:59 is inside 09:00-17:00: %v", err)
 	}
 	f.srv.Set(time.Date(2026, 1, 6, 17, 1, 0, 0, time.UTC))
-	_, err := f.pay(agent, "@bob", "1", "")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleOutsideActiveHours)
+	_, err := pay(agent, "@bob", "1", orderMemo)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleOutsideActiveHours)
 	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{ActiveHours: confpay.Ptr("17:01-08:59")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.pay(agent, "@bob", "1", ""); err != nil {
+	if _, err := pay(agent, "@bob", "1", orderMemo); err != nil {
 		t.Errorf("17:01 is inside 17:01-08:59: %v", err)
 	}
 	f.srv.Set(time.Date(2026, 1, 7, 8, 59, 0, 0, time.UTC))
-	if _, err := f.pay(agent, "@bob", "1", ""); err != nil {
+	if _, err := pay(agent, "@bob", "1", orderMemo); err != nil {
 		t.Errorf("08:59 next day is inside 17:01-08:59: %v", err)
 	}
 	f.srv.Set(time.Date(2026, 1, 7, 9, 0, 0, 0, time.UTC))
-	_, err = f.pay(agent, "@bob", "1", "")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleOutsideActiveHours)
+	_, err = pay(agent, "@bob", "1", orderMemo)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleOutsideActiveHours)
 
 	// Asset not allowed, after the policy drops ETH.
 	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{Assets: []string{"USDG"}, ActiveHours: confpay.Ptr("00:00-23:59")}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.pay(agent, "@bob", "0.001", "ETH")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
+	_, err = pay(agent, "@bob", "0.001", orderMemo, withAsset("ETH"))
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
 
 	// Status: paused and disabled agents cannot pay; active again, it can.
 	for _, st := range []confpay.AgentStatus{confpay.AgentPaused, confpay.AgentDisabled} {
 		if err := f.srv.SetAgentStatus(a.AccountID, st); err != nil {
 			t.Fatal(err)
 		}
-		_, err = f.pay(agent, "@bob", "1", "")
-		agWantError(t, err, 403, confpay.CodeAgentNotActive, "", "")
+		_, err = pay(agent, "@bob", "1", orderMemo)
+		wantAPIError(t, err, 403, confpay.CodeAgentNotActive, "", "")
 	}
 	if err := f.srv.SetAgentStatus(a.AccountID, confpay.AgentActive); err != nil {
 		t.Fatal(err)
 	}
-	f.mustPay(agent, "@bob", "1")
+	send(t, agent, "@bob", "1")
 
 	// The balance: 402 when it does not cover the payment.
 	b, poor := f.createAgent("poor", basePolicy)
-	f.fund(b.AccountID, "USDG", "9.999999")
-	_, err = f.pay(poor, "@bob", "10", "")
-	agWantError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	f.srv.AddFunds(t, b.AccountID, "USDG", "9.999999")
+	_, err = pay(poor, "@bob", "10", orderMemo)
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 }
 
 // TestAgentsDailyLimitConcurrent: 100 concurrent 10 USDG payments under a
@@ -196,10 +139,10 @@ func TestAgentsPayRules(t *testing.T) {
 // releases the spend exactly 24 hours later.
 func TestAgentsDailyLimitConcurrent(t *testing.T) {
 	for round := 0; round < 3; round++ {
-		f := newAgentsFixture(t)
-		f.payee("@bob")
+		f := newFixture(t)
+		newAccount(t, f.srv, "@bob")
 		a, agent := f.createAgent("bot", basePolicy)
-		f.fund(a.AccountID, "USDG", "2000")
+		f.srv.AddFunds(t, a.AccountID, "USDG", "2000")
 		start := f.srv.Now()
 
 		var wg sync.WaitGroup
@@ -209,7 +152,7 @@ func TestAgentsDailyLimitConcurrent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := f.pay(agent, "@bob", "10", "")
+				_, err := pay(agent, "@bob", "10", orderMemo)
 				var e *confpay.APIError
 				mu.Lock()
 				defer mu.Unlock()
@@ -228,7 +171,7 @@ func TestAgentsDailyLimitConcurrent(t *testing.T) {
 		if ok != 50 || refused != 50 || other != 0 {
 			t.Fatalf("round %d: %d submitted, %d refused, %d other; want 50, 50, 0", round, ok, refused, other)
 		}
-		if got := f.available(a.AccountID, "USDG"); got != "1500" {
+		if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "1500" {
 			t.Fatalf("available = %s, want 1500", got)
 		}
 		if round > 0 {
@@ -237,47 +180,47 @@ func TestAgentsDailyLimitConcurrent(t *testing.T) {
 		// Confirmed payments still count; the window rolls exactly 24 h
 		// after they were made.
 		f.srv.Set(start.Add(24*time.Hour - time.Nanosecond))
-		_, err := f.pay(agent, "@bob", "0.000001", "")
-		agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+		_, err := pay(agent, "@bob", "0.000001", orderMemo)
+		wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
 		f.srv.Set(start.Add(24 * time.Hour))
 		for i := 0; i < 50; i++ {
-			f.mustPay(agent, "@bob", "10")
+			send(t, agent, "@bob", "10")
 		}
-		_, err = f.pay(agent, "@bob", "0.000001", "")
-		agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+		_, err = pay(agent, "@bob", "0.000001", orderMemo)
+		wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
 	}
 }
 
 // TestAgentsFailedTransferLeavesWindow: a failed payment stops counting
 // against the daily limit at once.
 func TestAgentsFailedTransferLeavesWindow(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
-	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("50"), PerTransactionLimitUSDG: agLimit("50")})
-	f.fund(a.AccountID, "USDG", "200")
-	tr := f.mustPay(agent, "@bob", "50")
-	_, err := f.pay(agent, "@bob", "1", "")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: limit("50"), PerTransactionLimitUSDG: limit("50")})
+	f.srv.AddFunds(t, a.AccountID, "USDG", "200")
+	tr := send(t, agent, "@bob", "50")
+	_, err := pay(agent, "@bob", "1", orderMemo)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
 	if err := f.srv.FailTransfer(tr.TransferID); err != nil {
 		t.Fatal(err)
 	}
-	f.mustPay(agent, "@bob", "50")
+	send(t, agent, "@bob", "50")
 }
 
 // TestAgentsPolicyAmendedMidStream: a change binds the next payment, never
 // one already made, and the agent keeps working while it happens.
 func TestAgentsPolicyAmendedMidStream(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", basePolicy)
-	f.fund(a.AccountID, "USDG", "1000")
-	first := f.mustPay(agent, "@bob", "40")
-	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{PerTransactionLimitUSDG: agLimit("20")}); err != nil {
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
+	first := send(t, agent, "@bob", "40")
+	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{PerTransactionLimitUSDG: limit("20")}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.pay(agent, "@bob", "40", "")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RulePerTransactionLimit)
-	f.mustPay(agent, "@bob", "20")
+	_, err := pay(agent, "@bob", "40", orderMemo)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RulePerTransactionLimit)
+	send(t, agent, "@bob", "20")
 	f.srv.Advance(time.Minute)
 	rec, err := f.srv.Transfer(first.TransferID)
 	if err != nil || rec.Status != confpay.StatusConfirmed || rec.Amount.String() != "40" {
@@ -295,7 +238,7 @@ func TestAgentsPolicyAmendedMidStream(t *testing.T) {
 			if i%2 == 0 {
 				l = "1"
 			}
-			if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{PerTransactionLimitUSDG: agLimit(l)}); err != nil {
+			if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{PerTransactionLimitUSDG: limit(l)}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -303,7 +246,7 @@ func TestAgentsPolicyAmendedMidStream(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 20; i++ {
-			_, err := f.pay(agent, "@bob", "5", "")
+			_, err := pay(agent, "@bob", "5", orderMemo)
 			var e *confpay.APIError
 			if err != nil && !(errors.As(err, &e) && e.StatusCode == http.StatusForbidden && e.Rule == confpay.RulePerTransactionLimit) {
 				t.Errorf("payment during amendments: %v", err)
@@ -317,19 +260,19 @@ func TestAgentsPolicyAmendedMidStream(t *testing.T) {
 // rolling window counts again when the clock is set back to within 24
 // hours of it (reading the window in between must not forget it).
 func TestAgentsDailyWindowAfterClockSetBack(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
-	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("50"), PerTransactionLimitUSDG: agLimit("50")})
-	f.fund(a.AccountID, "USDG", "200")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: limit("50"), PerTransactionLimitUSDG: limit("50")})
+	f.srv.AddFunds(t, a.AccountID, "USDG", "200")
 	t0 := f.srv.Now()
-	f.mustPay(agent, "@bob", "50")
+	send(t, agent, "@bob", "50")
 	f.srv.Advance(25 * time.Hour)
 	// Refused for its asset, but the window is read.
-	_, err := f.pay(agent, "@bob", "1", "ETH")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
+	_, err := pay(agent, "@bob", "1", orderMemo, withAsset("ETH"))
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
 	f.srv.Set(t0.Add(time.Hour))
-	_, err = f.pay(agent, "@bob", "1", "")
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+	_, err = pay(agent, "@bob", "1", orderMemo)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
 	f.srv.Set(t0.Add(24 * time.Hour))
-	f.mustPay(agent, "@bob", "1")
+	send(t, agent, "@bob", "1")
 }

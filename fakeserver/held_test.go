@@ -1,6 +1,7 @@
 package fakeserver_test
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"slices"
@@ -15,56 +16,23 @@ import (
 )
 
 // heldPolicy holds every payment above 20 USDG.
-var heldPolicy = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("20")}
-
-// hold makes the agent ask for a payment that is held, and returns the
-// 202 answer.
-func (f *agentsFixture) hold(agent *confpay.Client, to, amount string) *confpay.AgentTransaction {
-	f.t.Helper()
-	tr, err := f.pay(agent, to, amount, "")
-	var held *confpay.HeldError
-	if !errors.As(err, &held) {
-		f.t.Fatalf("pay %s: %+v, %v, want held", amount, tr, err)
-	}
-	h := held.Payment
-	if !strings.HasPrefix(h.TransactionID, "atx_") || h.TransferID != "" || h.Status != confpay.DecisionPending {
-		f.t.Fatalf("pay %s: %+v, want held", amount, h)
-	}
-	if h.RequestedAt.IsZero() || h.ExpiresAt.IsZero() {
-		f.t.Fatalf("the 202 answer lacks requested_at or expires_at: %+v", h)
-	}
-	return h
-}
-
-// pendingIDs lists the ids in c's pending list.
-func (f *agentsFixture) pendingIDs(c *confpay.Client) []string {
-	f.t.Helper()
-	l, err := c.Agents.ListPending(f.ctx)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var ids []string
-	for _, p := range l {
-		ids = append(ids, p.TransactionID)
-	}
-	return ids
-}
+var heldPolicy = confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("20")}
 
 func TestAgentsHeldApprove(t *testing.T) {
 	rec := leakcheck.New(nil)
-	f := newAgentsFixture(t)
-	f.alice = f.client(f.owner.TestKey.Reveal(), confpay.WithHTTPClient(rec.Client()))
-	hooks := agSubscribe(t, f.alice)
-	f.payee("@bob")
+	f := newFixture(t)
+	f.alice = newClient(t, f.srv, f.owner.TestKey.Reveal(), rec, noRetry)
+	hooks := subscribeSink(t, f.alice)
+	newAccount(t, f.srv, "@bob")
 	a, _ := f.createAgent("bot", heldPolicy)
-	agentKey := mustIssue(t, f.srv, a.AccountID)
-	agent := f.client(agentKey, confpay.WithHTTPClient(rec.Client()))
-	f.fund(a.AccountID, "USDG", "1000")
+	agentKey := newKey(t, f.srv, a.AccountID)
+	agent := newClient(t, f.srv, agentKey, rec, noRetry)
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
 
 	// At the threshold: submitted. One micro-USDG above: held.
-	f.mustPay(agent, "@bob", "20")
+	send(t, agent, "@bob", "20")
 	requested := f.srv.Now()
-	tr := f.hold(agent, "@bob", "20.000001")
+	tr := hold(t, agent, "@bob", "20.000001", orderMemo)
 	if tr.To != "@bob" || tr.Asset != "USDG" || !tr.Confidential || tr.TxHash != "" {
 		t.Errorf("held answer = %+v", tr)
 	}
@@ -72,7 +40,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 		t.Errorf("held answer times = %v, %v", tr.RequestedAt, tr.ExpiresAt)
 	}
 	// Nothing is reserved while held.
-	if got := f.available(a.AccountID, "USDG"); got != "980" {
+	if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "980" {
 		t.Errorf("available while held = %s, want 980", got)
 	}
 
@@ -109,7 +77,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 		t.Error("the note changed between listings")
 	}
 	// Nobody else lists it: not the agent, not a stranger, not the live network.
-	live := f.client(f.owner.LiveKey.Reveal())
+	live := newClient(t, f.srv, f.owner.LiveKey.Reveal(), nil, noRetry)
 	for _, c := range []*confpay.Client{agent, f.mallory, live} {
 		if ids := f.pendingIDs(c); len(ids) != 0 {
 			t.Errorf("someone else lists %v", ids)
@@ -131,7 +99,7 @@ func TestAgentsHeldApprove(t *testing.T) {
 	if err != nil || got.From != a.Handle || got.Status != confpay.StatusPending || got.TxHash != d.TxHash {
 		t.Errorf("the approved transfer = %+v, %v", got, err)
 	}
-	if got := f.available(a.AccountID, "USDG"); got != "959.999999" {
+	if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "959.999999" {
 		t.Errorf("available after approval = %s", got)
 	}
 	if ids := f.pendingIDs(f.alice); len(ids) != 0 {
@@ -139,9 +107,9 @@ func TestAgentsHeldApprove(t *testing.T) {
 	}
 	// Decided: a second decision of either kind is 404.
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
+	wantAPIError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
 	_, err = f.alice.Agents.Reject(f.ctx, tr.TransactionID)
-	agWantError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
+	wantAPIError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
 
 	// The approved payment counts against the daily limit and settles.
 	f.srv.Advance(time.Minute)
@@ -161,20 +129,20 @@ func TestAgentsHeldApprove(t *testing.T) {
 	if ii := hooks.indexOf("transfer.initiated", d.TransferID); ii < ia {
 		t.Errorf("transfer.initiated at %d, approved at %d: want the approval first (%v)", ii, ia, ev)
 	}
-	ap := hooks.payloads("agent.transaction.approved")[0]
+	ap := hooks.find("agent.transaction.approved")[0].fields
 	if ap["transaction_id"] != tr.TransactionID || ap["transfer_id"] != d.TransferID || ap["tx_hash"] != d.TxHash ||
 		ap["agent"] != a.Handle || ap["counterparty"] != "@bob" {
 		t.Errorf("approved event = %v", ap)
 	}
-	pe := hooks.payloads("agent.transaction.pending_approval")[0]
+	pe := hooks.find("agent.transaction.pending_approval")[0].fields
 	if pe["transaction_id"] != tr.TransactionID || pe["transfer_id"] != nil {
 		t.Errorf("pending event = %v", pe)
 	}
 	// The approved transfer has its own events for the owner (as the
 	// agent's owner): initiated and confirmed.
 	n := 0
-	for _, m := range hooks.payloads("transfer.confirmed") {
-		if m["transfer_id"] == d.TransferID {
+	for _, m := range hooks.find("transfer.confirmed") {
+		if m.fields["transfer_id"] == d.TransferID {
 			n++
 		}
 	}
@@ -185,12 +153,12 @@ func TestAgentsHeldApprove(t *testing.T) {
 }
 
 func TestAgentsHeldReject(t *testing.T) {
-	f := newAgentsFixture(t)
-	hooks := agSubscribe(t, f.alice)
-	f.payee("@bob")
+	f := newFixture(t)
+	hooks := subscribeSink(t, f.alice)
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", heldPolicy)
-	f.fund(a.AccountID, "USDG", "100")
-	tr := f.hold(agent, "@bob", "50")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "100")
+	tr := hold(t, agent, "@bob", "50", orderMemo)
 	d, err := f.alice.Agents.Reject(f.ctx, tr.TransactionID)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +167,7 @@ func TestAgentsHeldReject(t *testing.T) {
 		t.Errorf("rejected = %+v", d)
 	}
 	f.srv.Advance(time.Hour)
-	if got := f.available(a.AccountID, "USDG"); got != "100" {
+	if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "100" {
 		t.Errorf("a rejected payment moved money: %s", got)
 	}
 	if recs, _ := f.srv.Transfers(a.AccountID, confpay.NetworkTest); len(recs) != 0 {
@@ -209,26 +177,26 @@ func TestAgentsHeldReject(t *testing.T) {
 		t.Errorf("still pending: %v", ids)
 	}
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
+	wantAPIError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
 	f.srv.Sync()
-	if r := hooks.payloads("agent.transaction.rejected"); len(r) != 1 || r[0]["transaction_id"] != tr.TransactionID {
+	if r := hooks.find("agent.transaction.rejected"); len(r) != 1 || r[0].fields["transaction_id"] != tr.TransactionID {
 		t.Errorf("rejected events = %v", r)
 	}
 	// A rejected payment never counted: the whole daily limit is left.
-	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{NoHITLThreshold: true, DailyLimitUSDG: agLimit("100")}); err != nil {
+	if _, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{NoHITLThreshold: true, DailyLimitUSDG: limit("100")}); err != nil {
 		t.Fatal(err)
 	}
-	f.mustPay(agent, "@bob", "100")
+	send(t, agent, "@bob", "100")
 }
 
 func TestAgentsHeldExpiry(t *testing.T) {
-	f := newAgentsFixture(t, fakeserver.WithApprovalWindow(2*time.Hour))
-	f.payee("@bob")
+	f := newFixture(t, fakeserver.WithApprovalWindow(2*time.Hour))
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", heldPolicy)
-	f.fund(a.AccountID, "USDG", "1000")
-	first := f.hold(agent, "@bob", "30")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
+	first := hold(t, agent, "@bob", "30", orderMemo)
 	f.srv.Advance(time.Minute)
-	second := f.hold(agent, "@bob", "40")
+	second := hold(t, agent, "@bob", "40", orderMemo)
 	if !first.ExpiresAt.Equal(first.RequestedAt.Add(2 * time.Hour)) {
 		t.Fatalf("expires_at = %v, requested_at = %v", first.ExpiresAt, first.RequestedAt)
 	}
@@ -247,19 +215,19 @@ func TestAgentsHeldExpiry(t *testing.T) {
 		t.Fatalf("pending at expiry = %v", ids)
 	}
 	_, err := f.alice.Agents.Approve(f.ctx, first.TransactionID)
-	agWantError(t, err, 409, confpay.CodeTransactionExpired, "", "")
+	wantAPIError(t, err, 409, confpay.CodeTransactionExpired, "", "")
 	_, err = f.alice.Agents.Reject(f.ctx, first.TransactionID)
-	agWantError(t, err, 409, confpay.CodeTransactionExpired, "", "")
+	wantAPIError(t, err, 409, confpay.CodeTransactionExpired, "", "")
 	// Still 409 long after, and the agent and a stranger still get 403.
 	f.srv.Advance(72 * time.Hour)
 	_, err = f.alice.Agents.Approve(f.ctx, first.TransactionID)
-	agWantError(t, err, 409, confpay.CodeTransactionExpired, "", "")
+	wantAPIError(t, err, 409, confpay.CodeTransactionExpired, "", "")
 	_, err = f.mallory.Agents.Approve(f.ctx, first.TransactionID)
-	agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+	wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 	if ids := f.pendingIDs(f.alice); len(ids) != 0 {
 		t.Errorf("pending long after = %v", ids)
 	}
-	if got := f.available(a.AccountID, "USDG"); got != "1000" {
+	if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "1000" {
 		t.Errorf("expired payments moved money: %s", got)
 	}
 }
@@ -267,36 +235,36 @@ func TestAgentsHeldExpiry(t *testing.T) {
 // TestAgentsHeldExpiryRealClock: expiry on a server that follows the wall
 // clock.
 func TestAgentsHeldExpiryRealClock(t *testing.T) {
-	f := newAgentsFixture(t, fakeserver.WithRealClock(), fakeserver.WithApprovalWindow(time.Hour))
-	f.payee("@bob")
+	f := newFixture(t, fakeserver.WithRealClock(), fakeserver.WithApprovalWindow(time.Hour))
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", heldPolicy)
-	f.fund(a.AccountID, "USDG", "1000")
-	tr := f.hold(agent, "@bob", "30")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
+	tr := hold(t, agent, "@bob", "30", orderMemo)
 	f.srv.Set(tr.ExpiresAt.Add(time.Second))
 	_, err := f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 409, confpay.CodeTransactionExpired, "", "")
+	wantAPIError(t, err, 409, confpay.CodeTransactionExpired, "", "")
 }
 
 func TestAgentsHeldDeciders(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", heldPolicy)
-	f.fund(a.AccountID, "USDG", "1000")
-	tr := f.hold(agent, "@bob", "30")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "1000")
+	tr := hold(t, agent, "@bob", "30", orderMemo)
 	// The agent itself and a stranger: 403, for both decisions.
 	for _, c := range []*confpay.Client{agent, f.mallory} {
 		_, err := c.Agents.Approve(f.ctx, tr.TransactionID)
-		agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+		wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 		_, err = c.Agents.Reject(f.ctx, tr.TransactionID)
-		agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+		wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 	}
 	// The owner with a live key: it is a test-network payment, so 404.
-	live := f.client(f.owner.LiveKey.Reveal())
+	live := newClient(t, f.srv, f.owner.LiveKey.Reveal(), nil, noRetry)
 	_, err := live.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
+	wantAPIError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
 	// Unknown ids.
 	_, err = f.alice.Agents.Approve(f.ctx, "atx_doesnotexist")
-	agWantError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
+	wantAPIError(t, err, 404, confpay.CodeTransactionNotFound, "", "")
 	// Still held after all that.
 	if ids := f.pendingIDs(f.alice); !slices.Equal(ids, []string{tr.TransactionID}) {
 		t.Errorf("pending = %v", ids)
@@ -307,15 +275,15 @@ func TestAgentsHeldDeciders(t *testing.T) {
 // policy in force now and the balance now; a failure answers that error and
 // leaves the payment held.
 func TestAgentsHeldApproveRecheck(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
-	f.payee("@carol")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	newAccount(t, f.srv, "@carol")
 	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{
-		DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("20"),
+		DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("20"),
 		AllowedRecipients: []string{"@bob", "@carol"}, ActiveHours: confpay.Ptr("09:00-10:00"),
 	})
-	f.fund(a.AccountID, "USDG", "100")
-	tr := f.hold(agent, "@bob", "60")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "100")
+	tr := hold(t, agent, "@bob", "60", orderMemo)
 	stillHeld := func(step string) {
 		t.Helper()
 		if ids := f.pendingIDs(f.alice); !slices.Equal(ids, []string{tr.TransactionID}) {
@@ -330,39 +298,39 @@ func TestAgentsHeldApproveRecheck(t *testing.T) {
 	}
 
 	// Tightened per-transaction limit.
-	patch(confpay.SpendPolicyParams{PerTransactionLimitUSDG: agLimit("59.999999")})
+	patch(confpay.SpendPolicyParams{PerTransactionLimitUSDG: limit("59.999999")})
 	_, err := f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RulePerTransactionLimit)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RulePerTransactionLimit)
 	stillHeld("per-tx")
 	// Recipient dropped.
-	patch(confpay.SpendPolicyParams{PerTransactionLimitUSDG: agLimit("100"), AllowedRecipients: []string{"@carol"}})
+	patch(confpay.SpendPolicyParams{PerTransactionLimitUSDG: limit("100"), AllowedRecipients: []string{"@carol"}})
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleRecipientNotAllowed)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleRecipientNotAllowed)
 	stillHeld("recipient")
 	// Asset dropped.
 	patch(confpay.SpendPolicyParams{AnyRecipient: true, Assets: []string{"ETH"}})
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleAssetNotAllowed)
 	stillHeld("asset")
 	// Daily limit used up meanwhile by smaller payments.
-	patch(confpay.SpendPolicyParams{Assets: []string{"USDG"}, DailyLimitUSDG: agLimit("100")})
-	f.mustPay(agent, "@bob", "20")
-	f.mustPay(agent, "@bob", "20")
-	f.mustPay(agent, "@bob", "0.5")
+	patch(confpay.SpendPolicyParams{Assets: []string{"USDG"}, DailyLimitUSDG: limit("100")})
+	send(t, agent, "@bob", "20")
+	send(t, agent, "@bob", "20")
+	send(t, agent, "@bob", "0.5")
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID) // 40.5 + 60 > 100
-	agWantError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
+	wantAPIError(t, err, 403, confpay.CodePolicyViolation, "", confpay.RuleDailyLimit)
 	stillHeld("daily")
 	// Balance spent meanwhile: 59.5 left, 60 needed.
-	patch(confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500")})
+	patch(confpay.SpendPolicyParams{DailyLimitUSDG: limit("500")})
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 	stillHeld("balance")
 	// The owner's verification lapsed: no money moves, even by approval.
 	if err := f.srv.SetKYC(f.owner.AccountID, confpay.KYCPending); err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.alice.Agents.Approve(f.ctx, tr.TransactionID)
-	agWantError(t, err, 403, confpay.CodeKYCRequired, "", "")
+	wantAPIError(t, err, 403, confpay.CodeKYCRequired, "", "")
 	stillHeld("kyc")
 	if err := f.srv.SetKYC(f.owner.AccountID, confpay.KYCVerified); err != nil {
 		t.Fatal(err)
@@ -370,17 +338,17 @@ func TestAgentsHeldApproveRecheck(t *testing.T) {
 
 	// Outside active hours, paused, and over a threshold now lowered: none
 	// of these is re-checked; the owner's approval stands for them.
-	f.fund(a.AccountID, "USDG", "0.5")
+	f.srv.AddFunds(t, a.AccountID, "USDG", "0.5")
 	f.srv.Set(time.Date(2026, 1, 5, 15, 0, 0, 0, time.UTC))
 	if err := f.srv.SetAgentStatus(a.AccountID, confpay.AgentPaused); err != nil {
 		t.Fatal(err)
 	}
-	patch(confpay.SpendPolicyParams{HITLThresholdUSDG: agLimit("1")})
+	patch(confpay.SpendPolicyParams{HITLThresholdUSDG: limit("1")})
 	d, err := f.alice.Agents.Approve(f.ctx, tr.TransactionID)
 	if err != nil || d.Status != confpay.DecisionApproved || d.TransferID == "" {
 		t.Fatalf("approve = %+v, %v", d, err)
 	}
-	if got := f.available(a.AccountID, "USDG"); got != "0" {
+	if got := f.srv.Balance(t, a.AccountID, "USDG").String(); got != "0" {
 		t.Errorf("available = %s, want 0", got)
 	}
 }
@@ -388,29 +356,60 @@ func TestAgentsHeldApproveRecheck(t *testing.T) {
 // TestAgentsHeldNotReserved: held payments reserve nothing and do not count
 // against the daily limit until approved.
 func TestAgentsHeldNotReserved(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
-	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("200"), PerTransactionLimitUSDG: agLimit("100"), HITLThresholdUSDG: agLimit("50")})
-	f.fund(a.AccountID, "USDG", "100")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: limit("200"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("50")})
+	f.srv.AddFunds(t, a.AccountID, "USDG", "100")
 	for i := 0; i < 3; i++ {
-		f.hold(agent, "@bob", "60")
+		hold(t, agent, "@bob", "60", orderMemo)
 	}
-	f.mustPay(agent, "@bob", "40")
+	send(t, agent, "@bob", "40")
 	// A payment above the threshold is held whatever the balance: the
 	// balance is looked at only on approval.
-	held := f.hold(agent, "@bob", "61")
+	held := hold(t, agent, "@bob", "61", orderMemo)
 	if ids := f.pendingIDs(f.alice); len(ids) != 4 {
 		t.Errorf("pending = %v", ids)
 	}
 	_, err := f.alice.Agents.Approve(f.ctx, held.TransactionID)
-	agWantError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 }
 
-func mustIssue(t *testing.T, srv *fakeserver.Server, ref string) string {
-	t.Helper()
-	k, err := srv.IssueKey(ref, confpay.NetworkTest, "extra")
-	if err != nil {
-		t.Fatal(err)
+// TestExpiredHeldPaymentsArePruned (issue 16 item 2's growth): an expired
+// held payment answers 409 to a decision for the 30-day history window,
+// then is forgotten like an unknown id (404), in the direct API too, so
+// an agent held at its cap for months keeps memory flat.
+func TestExpiredHeldPaymentsArePruned(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
+	bot := srv.AddAgent(t, "@alice", "bot", confpay.SpendPolicyParams{
+		DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
+	})
+	srv.AddFunds(t, bot.Handle, "USDG", "100")
+	owner := srv.Client(alice.TestKey)
+	old := hold(t, bot.Client, "@bob", "5").TransactionID
+	srv.Advance(25 * time.Hour) // the approval window (24 h) passes
+	if _, err := owner.Agents.Approve(context.Background(), old); !errors.Is(err, confpay.ErrTransactionExpired) {
+		t.Fatalf("decision a day after expiry: %v, want 409 transaction_expired", err)
 	}
-	return k.APIKey.Reveal()
+	if p := srv.Held(t, old); p.Status != confpay.DecisionExpired {
+		t.Fatalf("status %s", p.Status)
+	}
+	srv.Advance(29 * 24 * time.Hour) // expired 29 days ago: still remembered
+	hold(t, bot.Client, "@bob", "5")
+	if _, err := owner.Agents.Approve(context.Background(), old); !errors.Is(err, confpay.ErrTransactionExpired) {
+		t.Fatalf("decision 29 days after expiry: %v, want 409", err)
+	}
+	srv.Advance(2 * 24 * time.Hour) // now past the 30-day window
+	recent := hold(t, bot.Client, "@bob", "5").TransactionID
+	if _, err := owner.Agents.Approve(context.Background(), old); !errors.Is(err, confpay.ErrTransactionNotFound) {
+		t.Fatalf("decision 31 days after expiry: %v, want 404 transaction_not_found", err)
+	}
+	if _, err := srv.HeldPayment(old); err == nil {
+		t.Fatal("the direct API still holds the pruned payment")
+	}
+	if p := srv.Held(t, recent); p.Status != confpay.DecisionPending {
+		t.Fatalf("the payment just held: %s", p.Status)
+	}
 }

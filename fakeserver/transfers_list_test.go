@@ -14,7 +14,7 @@ import (
 // listIDs lists over raw HTTP and returns the ids and has_more.
 func listIDs(t *testing.T, srv *fakeserver.Server, key string, q url.Values) ([]string, bool) {
 	t.Helper()
-	a := cRaw(t, srv, "GET", "/v1/transfers?"+q.Encode(), key, "")
+	a := rawCall(t, srv, "GET", "/v1/transfers?"+q.Encode(), key, "")
 	if a.status != 200 {
 		t.Fatalf("list %s: %d %s", q.Encode(), a.status, a.body)
 	}
@@ -33,13 +33,13 @@ func listIDs(t *testing.T, srv *fakeserver.Server, key string, q url.Values) ([]
 func TestListPaginationOrderingAndFilters(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@bob")
-	cAccount(t, srv, "@carol")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
-	cFund(t, srv, "@bob", confpay.NetworkTest, "USDG", "1000")
-	ac := cSDK(t, srv, alice.test(), nil)
-	bc := cSDK(t, srv, bob.test(), nil)
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	newAccount(t, srv, "@carol")
+	srv.AddFunds(t, "@alice", "USDG", "1000")
+	srv.AddFunds(t, "@bob", "USDG", "1000")
+	ac := newClient(t, srv, alice.test(), nil)
+	bc := newClient(t, srv, bob.test(), nil)
 	t0 := srv.Now()
 
 	// 130 transfers touching alice: 105 sent by her, 25 received from bob,
@@ -49,12 +49,12 @@ func TestListPaginationOrderingAndFilters(t *testing.T) {
 	for i := range 130 {
 		var tr *confpay.Transfer
 		if i%5 == 4 {
-			tr = cSend(t, bc, "@alice", "1")
+			tr = send(t, bc, "@alice", "1")
 		} else {
-			tr = cSend(t, ac, "@bob", "1")
+			tr = send(t, ac, "@bob", "1")
 		}
 		if i%7 == 0 {
-			cSend(t, bc, "@carol", "1")
+			send(t, bc, "@carol", "1")
 		}
 		want = append([]string{tr.TransferID}, want...)
 		stamps = append([]time.Time{tr.CreatedAt}, stamps...)
@@ -83,7 +83,7 @@ func TestListPaginationOrderingAndFilters(t *testing.T) {
 	}
 	// Invalid limits and offsets.
 	for _, q := range []string{"limit=0", "limit=101", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=+5", "offset=-1", "offset=x", "offset=99999999999999999999", "limit=1&limit=2", "status=held", "from=yesterday", "to=2026-13-01T00:00:00Z", "sort=asc"} {
-		a := cRaw(t, srv, "GET", "/v1/transfers?"+q, alice.test(), "")
+		a := rawCall(t, srv, "GET", "/v1/transfers?"+q, alice.test(), "")
 		if a.status != 400 || a.err().Code != confpay.CodeInvalidRequest || a.err().Param == "" {
 			t.Fatalf("%s: %d %s", q, a.status, a.body)
 		}
@@ -179,15 +179,15 @@ func TestListPaginationOrderingAndFilters(t *testing.T) {
 func TestListOrderWithClockSetBack(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-	c := cSDK(t, srv, alice.test(), nil)
-	late := cSend(t, c, "@bob", "1")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
+	c := newClient(t, srv, alice.test(), nil)
+	late := send(t, c, "@bob", "1")
 	srv.Set(srv.Now().Add(-time.Hour))
-	early := cSend(t, c, "@bob", "1")
+	early := send(t, c, "@bob", "1")
 	srv.Advance(30 * time.Minute)
-	middle := cSend(t, c, "@bob", "1")
+	middle := send(t, c, "@bob", "1")
 	got, _ := listIDs(t, srv, alice.test(), nil)
 	if fmt.Sprint(got) != fmt.Sprint([]string{late.TransferID, middle.TransferID, early.TransferID}) {
 		t.Fatalf("order %v", got)
@@ -200,10 +200,10 @@ func TestListOrderWithClockSetBack(t *testing.T) {
 func TestTimestampsFeedBackAsBounds(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t, fakeserver.WithRealClock())
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
+	a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`)
 	if a.status != 201 {
 		t.Fatalf("create: %d %s", a.status, a.body)
 	}

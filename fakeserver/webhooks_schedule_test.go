@@ -20,9 +20,9 @@ import (
 func TestWithoutDeliveryJitter(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t, fakeserver.WithoutDeliveryJitter())
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "10")
 
 	var mu sync.Mutex
 	var at []time.Duration
@@ -35,14 +35,14 @@ func TestWithoutDeliveryJitter(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	c := cSDK(t, srv, alice.test(), nil)
+	c := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 	sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: receiver.URL, Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start = srv.Now()
-	cSend(t, c, "@bob", "1")
+	send(t, c, "@bob", "1")
 	srv.Sync()
 	srv.Advance(48 * time.Hour)
 

@@ -12,10 +12,10 @@ import (
 	"github.com/confpay/confpay-go/fakeserver"
 )
 
-var basePolicy = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("50")}
+var basePolicy = confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("50")}
 
 func TestAgentsCreateAndList(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	me, err := f.alice.Accounts.Me(f.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestAgentsCreateAndList(t *testing.T) {
 	}
 
 	// The agent's identity and policy are shared by both networks.
-	live := f.client(f.owner.LiveKey.Reveal())
+	live := newClient(t, f.srv, f.owner.LiveKey.Reveal(), nil, noRetry)
 	ll, err := live.Agents.List(f.ctx)
 	if err != nil || len(ll) != 2 {
 		t.Fatalf("live list = %v, %v", ll, err)
@@ -83,7 +83,7 @@ func TestAgentsCreateAndList(t *testing.T) {
 }
 
 func TestAgentsPolicyDefaults(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	a, _ := f.createAgent("bot", basePolicy)
 	p, err := f.alice.Agents.GetPolicy(f.ctx, a.AccountID)
 	if err != nil {
@@ -95,7 +95,8 @@ func TestAgentsPolicyDefaults(t *testing.T) {
 		t.Errorf("policy = %+v", p)
 	}
 	// The wire form: limits are JSON numbers, absent fields absent.
-	status, _, body := agRawCall(t, f.srv, f.owner.TestKey.Reveal(), "GET", "/v1/agents/"+a.AccountID+"/spend-policy", "")
+	r := rawCall(t, f.srv, "GET", "/v1/agents/"+a.AccountID+"/spend-policy", f.owner.TestKey.Reveal(), "")
+	status, body := r.status, r.body
 	if status != 200 || !strings.Contains(string(body), `"daily_limit_usdg":500,`) ||
 		strings.Contains(string(body), "allowed_recipients") || strings.Contains(string(body), "hitl_threshold_usdg") {
 		t.Errorf("GET policy = %d %s", status, body)
@@ -103,14 +104,14 @@ func TestAgentsPolicyDefaults(t *testing.T) {
 }
 
 func TestAgentsCreateAllFields(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	a, _ := f.createAgent("full", confpay.SpendPolicyParams{
-		DailyLimitUSDG:          agLimit("1000.123456"),
-		PerTransactionLimitUSDG: agLimit("0.5"),
+		DailyLimitUSDG:          limit("1000.123456"),
+		PerTransactionLimitUSDG: limit("0.5"),
 		AllowedRecipients:       []string{"@bob", "@carol/bot", "0x52908400098527886E0F7030069857D2E4169EE7", "api.market", "*.example.com"},
 		Assets:                  []string{"ETH", "USDG"},
 		ActiveHours:             confpay.Ptr("22:00-06:00"),
-		HITLThresholdUSDG:       agLimit("0"),
+		HITLThresholdUSDG:       limit("0"),
 	})
 	p, err := f.alice.Agents.GetPolicy(f.ctx, a.AccountID)
 	if err != nil {
@@ -125,12 +126,12 @@ func TestAgentsCreateAllFields(t *testing.T) {
 }
 
 func TestAgentsCreateErrors(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	_, agentClient := f.createAgent("bot", basePolicy)
 
 	// An agent cannot create agents.
 	_, err := agentClient.Agents.Create(f.ctx, &confpay.AgentCreateParams{Name: "sub", SpendPolicy: basePolicy})
-	agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+	wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 
 	// KYC gate, for unverified and pending owners.
 	for _, k := range []confpay.KYCStatus{confpay.KYCUnverified, confpay.KYCPending} {
@@ -138,13 +139,13 @@ func TestAgentsCreateErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = f.client(acct.TestKey.Reveal()).Agents.Create(f.ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: basePolicy})
-		agWantError(t, err, 403, confpay.CodeKYCRequired, "", "")
+		_, err = newClient(t, f.srv, acct.TestKey.Reveal(), nil, noRetry).Agents.Create(f.ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: basePolicy})
+		wantAPIError(t, err, 403, confpay.CodeKYCRequired, "", "")
 	}
 
 	// The name is taken, for this owner only.
 	_, err = f.alice.Agents.Create(f.ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: basePolicy})
-	agWantError(t, err, 409, confpay.CodeAgentNameTaken, "name", "")
+	wantAPIError(t, err, 409, confpay.CodeAgentNameTaken, "name", "")
 	if _, err := f.mallory.Agents.Create(f.ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: basePolicy}); err != nil {
 		t.Errorf("another owner's agent of the same name: %v", err)
 	}
@@ -153,24 +154,25 @@ func TestAgentsCreateErrors(t *testing.T) {
 	key := f.owner.TestKey.Reveal()
 	policy := `"spend_policy": {"daily_limit_usdg": 5, "per_transaction_limit_usdg": 1}`
 	for _, name := range []string{`""`, `"Bot"`, `"a b"`, `"` + strings.Repeat("x", 33) + `"`, `"bot/x"`, `"bot.x"`, `"é"`, `5`} {
-		status, eb, _ := agRawCall(t, f.srv, key, "POST", "/v1/accounts/me/agents", `{"name": `+name+`, `+policy+`}`)
+		r := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, `{"name": `+name+`, `+policy+`}`)
+		status, eb := r.status, r.err()
 		if status != 400 || eb.Code != confpay.CodeInvalidRequest || eb.Param != "name" {
 			t.Errorf("name %s: %d %+v", name, status, eb)
 		}
 	}
-	if status, eb, _ := agRawCall(t, f.srv, key, "POST", "/v1/accounts/me/agents", `{"name": "x", "color": "red", `+policy+`}`); status != 400 || eb.Param != "color" {
-		t.Errorf("unknown field: %d %+v", status, eb)
+	if r := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, `{"name": "x", "color": "red", `+policy+`}`); r.status != 400 || r.err().Param != "color" {
+		t.Errorf("unknown field: %d %+v", r.status, r.err())
 	}
 	// 32 characters is the longest name.
-	if status, eb, _ := agRawCall(t, f.srv, key, "POST", "/v1/accounts/me/agents", `{"name": "`+strings.Repeat("x", 32)+`", `+policy+`}`); status != 201 {
-		t.Errorf("32-character name: %d %+v", status, eb)
+	if r := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, `{"name": "`+strings.Repeat("x", 32)+`", `+policy+`}`); r.status != 201 {
+		t.Errorf("32-character name: %d %+v", r.status, r.err())
 	}
 }
 
 // TestAgentsPolicyValidation sends invalid policies over the wire, on
 // creation and in a PATCH: 400 invalid_policy naming the field.
 func TestAgentsPolicyValidation(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	a, _ := f.createAgent("bot", basePolicy)
 	key := f.owner.TestKey.Reveal()
 	const ok = `"daily_limit_usdg": 500, "per_transaction_limit_usdg": 50`
@@ -198,11 +200,13 @@ func TestAgentsPolicyValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, eb, _ := agRawCall(t, f.srv, key, "POST", "/v1/accounts/me/agents", `{"name": "x", "spend_policy": {`+tt.fields+`}}`)
+			r := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, `{"name": "x", "spend_policy": {`+tt.fields+`}}`)
+			status, eb := r.status, r.err()
 			if status != 400 || eb.Code != confpay.CodeInvalidPolicy || eb.Param != "spend_policy."+tt.param || eb.Message == "" {
 				t.Errorf("create: %d %+v; want 400 invalid_policy spend_policy.%s", status, eb, tt.param)
 			}
-			status, eb, _ = agRawCall(t, f.srv, key, "PATCH", "/v1/agents/"+a.AccountID+"/spend-policy", `{`+tt.fields+`}`)
+			r = rawCall(t, f.srv, "PATCH", "/v1/agents/"+a.AccountID+"/spend-policy", key, `{`+tt.fields+`}`)
+			status, eb = r.status, r.err()
 			if status != 400 || eb.Code != confpay.CodeInvalidPolicy || eb.Param != tt.param {
 				t.Errorf("patch: %d %+v; want 400 invalid_policy %s", status, eb, tt.param)
 			}
@@ -216,13 +220,13 @@ func TestAgentsPolicyValidation(t *testing.T) {
 		`{"name": "x", "spend_policy": "lots"}`:                            "spend_policy",
 		`{"name": "x", "spend_policy": {"per_transaction_limit_usdg": 5}}`: "spend_policy.daily_limit_usdg",
 	} {
-		if status, eb, _ := agRawCall(t, f.srv, key, "POST", "/v1/accounts/me/agents", body); status != 400 || eb.Code != confpay.CodeInvalidPolicy || eb.Param != param {
-			t.Errorf("%s: %d %+v; want %s", body, status, eb, param)
+		if r := rawCall(t, f.srv, "POST", "/v1/accounts/me/agents", key, body); r.status != 400 || r.err().Code != confpay.CodeInvalidPolicy || r.err().Param != param {
+			t.Errorf("%s: %d %+v; want %s", body, r.status, r.err(), param)
 		}
 	}
 	// A PATCH body that is not an object.
-	if status, eb, _ := agRawCall(t, f.srv, key, "PATCH", "/v1/agents/"+a.AccountID+"/spend-policy", `[1]`); status != 400 || eb.Code != confpay.CodeInvalidRequest {
-		t.Errorf("PATCH [1]: %d %+v", status, eb)
+	if r := rawCall(t, f.srv, "PATCH", "/v1/agents/"+a.AccountID+"/spend-policy", key, `[1]`); r.status != 400 || r.err().Code != confpay.CodeInvalidRequest {
+		t.Errorf("PATCH [1]: %d %+v", r.status, r.err())
 	}
 	// Nothing was created or changed by the refusals.
 	if l, _ := f.alice.Agents.List(f.ctx); len(l) != 1 {
@@ -235,16 +239,16 @@ func TestAgentsPolicyValidation(t *testing.T) {
 }
 
 func TestAgentsPolicyPatch(t *testing.T) {
-	f := newAgentsFixture(t)
-	hooks := agSubscribe(t, f.alice)
+	f := newFixture(t)
+	hooks := subscribeSink(t, f.alice)
 	a, _ := f.createAgent("bot", confpay.SpendPolicyParams{
-		DailyLimitUSDG: agLimit("500"), PerTransactionLimitUSDG: agLimit("50"),
-		AllowedRecipients: []string{"@bob"}, HITLThresholdUSDG: agLimit("20"),
+		DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("50"),
+		AllowedRecipients: []string{"@bob"}, HITLThresholdUSDG: limit("20"),
 	})
 	f.srv.Advance(time.Hour)
 
 	// Only the fields sent change; the answer is the whole policy.
-	p, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("300.5"), ActiveHours: confpay.Ptr("08:00-20:00")})
+	p, err := f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{DailyLimitUSDG: limit("300.5"), ActiveHours: confpay.Ptr("08:00-20:00")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,20 +275,20 @@ func TestAgentsPolicyPatch(t *testing.T) {
 	// A PATCH that changes nothing keeps updated_at and emits nothing.
 	before := p.UpdatedAt
 	f.srv.Advance(time.Minute)
-	p, err = f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("300.500")})
+	p, err = f.alice.Agents.UpdatePolicy(f.ctx, a.AccountID, &confpay.SpendPolicyParams{DailyLimitUSDG: limit("300.500")})
 	if err != nil || !p.UpdatedAt.Equal(before) {
 		t.Errorf("no-op PATCH: %+v, %v", p, err)
 	}
 
 	// One agent.policy.updated per change, naming the changed fields.
 	f.srv.Sync()
-	ev := hooks.payloads("agent.policy.updated")
+	ev := hooks.find("agent.policy.updated")
 	if len(ev) != 2 {
 		t.Fatalf("%d policy events, want 2 (%v)", len(ev), hooks.events())
 	}
 	for i, want := range [][]any{{"daily_limit_usdg", "active_hours"}, {"allowed_recipients", "hitl_threshold_usdg"}} {
-		if !slices.Equal(ev[i]["changed_fields"].([]any), want) || ev[i]["agent"] != a.Handle ||
-			ev[i]["account"] != "@alice" || ev[i]["policy_id"] != a.SpendPolicyID {
+		if !slices.Equal(ev[i].fields["changed_fields"].([]any), want) || ev[i].fields["agent"] != a.Handle ||
+			ev[i].fields["account"] != "@alice" || ev[i].fields["policy_id"] != a.SpendPolicyID {
 			t.Errorf("event %d = %v", i, ev[i])
 		}
 	}
@@ -305,22 +309,22 @@ func policiesEqual(a, b *confpay.SpendPolicy) bool {
 
 // TestAgentsPolicyOwnership: only the owner reads or changes a policy.
 func TestAgentsPolicyOwnership(t *testing.T) {
-	f := newAgentsFixture(t)
+	f := newFixture(t)
 	a, agentClient := f.createAgent("bot", basePolicy)
-	patch := &confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("1")}
+	patch := &confpay.SpendPolicyParams{DailyLimitUSDG: limit("1")}
 	for name, c := range map[string]*confpay.Client{"stranger": f.mallory, "the agent itself": agentClient} {
 		_, err := c.Agents.GetPolicy(f.ctx, a.AccountID)
-		agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+		wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 		_, err = c.Agents.UpdatePolicy(f.ctx, a.AccountID, patch)
-		agWantError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
+		wantAPIError(t, err, 403, confpay.CodeNotAgentOwner, "", "")
 		_ = name
 	}
 	me, _ := f.alice.Accounts.Me(f.ctx)
 	for _, id := range []string{"acct_doesnotexist", me.AccountID} {
 		_, err := f.alice.Agents.GetPolicy(f.ctx, id)
-		agWantError(t, err, 404, confpay.CodeNotFound, "", "")
+		wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 		_, err = f.alice.Agents.UpdatePolicy(f.ctx, id, patch)
-		agWantError(t, err, 404, confpay.CodeNotFound, "", "")
+		wantAPIError(t, err, 404, confpay.CodeNotFound, "", "")
 	}
 	if p, _ := f.alice.Agents.GetPolicy(f.ctx, a.AccountID); p.DailyLimitUSDG.String() != "500" {
 		t.Errorf("a refused PATCH changed the policy: %+v", p)

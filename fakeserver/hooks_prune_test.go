@@ -21,11 +21,11 @@ var soakEvents = flag.Int("soak.events", 200_000, "events in BenchmarkHookMemory
 func TestEventsAndDeliveriesArePruned(t *testing.T) {
 	s := NewServer()
 	defer s.Close()
-	rc := newWHReceiver(t, s, whAlways(200))
-	alice := newWHParty(t, s, "@alice")
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	rc := newHookReceiver(t, s, answerAlways(200))
+	alice := newTestParty(t, s, "@alice")
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
 	for range 3 {
-		whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
+		emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, nil))
 	}
 	s.Sync()
 	count := func() (events, deliveries int) {
@@ -40,18 +40,18 @@ func TestEventsAndDeliveriesArePruned(t *testing.T) {
 		t.Fatalf("%d events, %d deliveries before", e, d)
 	}
 	s.Advance(29 * 24 * time.Hour)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, nil))
 	s.Sync()
 	if e, d := count(); e != 4 || d != 4 {
 		t.Fatalf("29 days on: %d events, %d deliveries; nothing may go yet", e, d)
 	}
 	s.Advance(2 * 24 * time.Hour)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, nil))
 	s.Sync()
 	if e, d := count(); e != 2 || d != 2 {
 		t.Fatalf("31 days on: %d events, %d deliveries, want the 2 younger than 30 days", e, d)
 	}
-	if got := len(whDeliveries(t, alice, w.WebhookID)); got != 2 {
+	if got := len(listDeliveries(t, alice, w.WebhookID)); got != 2 {
 		t.Fatalf("the list shows %d deliveries", got)
 	}
 }
@@ -69,13 +69,13 @@ func BenchmarkHookMemoryOver60Days(b *testing.B) {
 		// A receiver that keeps nothing, so that only the server's memory
 		// is measured.
 		rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		alice := newWHParty(b, s, "@alice")
-		bob := newWHParty(b, s, "@bob")
-		whSubscribe(b, alice, rc.URL, webhookverify.KindTransferInitiated)
+		alice := newTestParty(b, s, "@alice")
+		bob := newTestParty(b, s, "@bob")
+		subscribeHooks(b, alice, rc.URL, webhookverify.KindTransferInitiated)
 		step := 60 * 24 * time.Hour / time.Duration(total)
 		var at30 uint64
 		for i := range total {
-			whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+			emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 			s.Advance(step)
 			if i == total/2 {
 				at30 = heapAfterGC()

@@ -28,9 +28,9 @@ func TestConcurrentTransfers(t *testing.T) {
 	handles := make([]string, accounts)
 	for i := range accounts {
 		handles[i] = fmt.Sprintf("@acct%02d", i)
-		p := cAccount(t, srv, handles[i])
+		p := newAccount(t, srv, handles[i])
 		keys[i] = p.test()
-		cFund(t, srv, handles[i], confpay.NetworkTest, "USDG", "100")
+		srv.AddFunds(t, handles[i], "USDG", "100")
 	}
 	h := srv.Handler()
 	do := func(method, path, key, body string) (int, []byte) {

@@ -37,10 +37,10 @@ func TestDeliveryLogsOutsideTheLock(t *testing.T) {
 	s := NewServer(WithLogger(slog.New(probe)))
 	defer s.Close()
 	probe.s = s
-	rc := newWHReceiver(t, s, whAlways(200))
-	alice := newWHParty(t, s, "@alice")
-	whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
+	rc := newHookReceiver(t, s, answerAlways(200))
+	alice := newTestParty(t, s, "@alice")
+	subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, nil))
 	s.Sync()
 	s.clock.WaitIdle() // the attempt is tracked until its answer is recorded
 	if rc.count() != 1 {

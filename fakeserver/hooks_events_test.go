@@ -18,18 +18,18 @@ import (
 // headers, a signature the test computes itself, the routing to each side,
 // and never an amount.
 
-// whReceived is one verified delivery, decoded.
-type whReceived struct {
-	whHit
+// receivedHook is one verified delivery, decoded.
+type receivedHook struct {
+	hookHit
 	fields map[string]any
 }
 
-// whCollect checks every request rc got against secret and decodes it.
-func whCollect(t *testing.T, rc *whReceiver, secret confpay.Secret) []whReceived {
+// collectHooks checks every request rc got against secret and decodes it.
+func collectHooks(t *testing.T, rc *hookReceiver, secret confpay.Secret) []receivedHook {
 	t.Helper()
-	var out []whReceived
+	var out []receivedHook
 	for i, h := range rc.all() {
-		if got, want := h.header.Get(webhookverify.SignatureHeader), whHMAC(secret.Reveal(), h.body); got != want {
+		if got, want := h.header.Get(webhookverify.SignatureHeader), testHMAC(secret.Reveal(), h.body); got != want {
 			t.Errorf("request %d: signature does not match the test's own HMAC", i+1)
 		}
 		if ct := h.header.Get("Content-Type"); ct != "application/json" {
@@ -48,13 +48,13 @@ func whCollect(t *testing.T, rc *whReceiver, secret confpay.Secret) []whReceived
 		if _, err := webhookverify.ConstructEvent(h.body, h.header.Get(webhookverify.SignatureHeader), secret.Reveal()); err != nil {
 			t.Errorf("request %d: webhookverify refuses it: %v", i+1, err)
 		}
-		out = append(out, whReceived{whHit: h, fields: m})
+		out = append(out, receivedHook{hookHit: h, fields: m})
 	}
 	return out
 }
 
-// whKeys returns the sorted field names of a payload.
-func whKeys(m map[string]any) []string {
+// sortedKeys returns the sorted field names of a payload.
+func sortedKeys(m map[string]any) []string {
 	var ks []string
 	for k := range m {
 		ks = append(ks, k)
@@ -63,11 +63,11 @@ func whKeys(m map[string]any) []string {
 	return ks
 }
 
-// whNoAmount fails if the amount of the hand-built transfers appears in any
+// checkNoAmount fails if the amount of the hand-built transfers appears in any
 // request (body or header), in any of its spellings.
-func whNoAmount(t *testing.T, rcs ...*whReceiver) {
+func checkNoAmount(t *testing.T, rcs ...*hookReceiver) {
 	t.Helper()
-	figures := []string{whUnits.String(), "123.456789", "123456789"}
+	figures := []string{handUnits.String(), "123.456789", "123456789"}
 	for _, rc := range rcs {
 		for i, h := range rc.all() {
 			var hdr bytes.Buffer
@@ -83,20 +83,20 @@ func whNoAmount(t *testing.T, rcs ...*whReceiver) {
 
 func TestEmitTransferReachesBothSides(t *testing.T) {
 	s := New(t)
-	alice, bob, carol := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob"), newWHParty(t, s, "@carol")
-	ra, rb, rcar := newWHReceiver(t, s, whAlways(200)), newWHReceiver(t, s, whAlways(200)), newWHReceiver(t, s, whAlways(200))
+	alice, bob, carol := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob"), newTestParty(t, s, "@carol")
+	ra, rb, rcar := newHookReceiver(t, s, answerAlways(200)), newHookReceiver(t, s, answerAlways(200)), newHookReceiver(t, s, answerAlways(200))
 	transferKinds := []string{webhookverify.KindTransferInitiated, webhookverify.KindTransferConfirmed, webhookverify.KindTransferFailed}
-	wa := whSubscribe(t, alice, ra.url(), transferKinds...)
-	wb := whSubscribe(t, bob, rb.url(), transferKinds...)
-	whSubscribe(t, carol, rcar.url(), transferKinds...)
+	wa := subscribeHooks(t, alice, ra.url(), transferKinds...)
+	wb := subscribeHooks(t, bob, rb.url(), transferKinds...)
+	subscribeHooks(t, carol, rcar.url(), transferKinds...)
 
-	tr := whTransfer(s, alice.acct, bob.acct)
+	tr := handTransfer(s, alice.acct, bob.acct)
 	for _, k := range transferKinds {
-		whEmit(s, k, tr)
+		emitTransfer(s, k, tr)
 	}
 	s.Sync()
 
-	got := map[string][]whReceived{"alice": whCollect(t, ra, wa.Secret), "bob": whCollect(t, rb, wb.Secret)}
+	got := map[string][]receivedHook{"alice": collectHooks(t, ra, wa.Secret), "bob": collectHooks(t, rb, wb.Secret)}
 	if n := rcar.count(); n != 0 {
 		t.Fatalf("carol, who is not a party, got %d deliveries", n)
 	}
@@ -111,8 +111,8 @@ func TestEmitTransferReachesBothSides(t *testing.T) {
 		for _, r := range rs {
 			m := r.fields
 			kinds = append(kinds, m["event"].(string))
-			if !slices.Equal(whKeys(m), wantKeys) {
-				t.Errorf("%s: fields %v, want %v", who, whKeys(m), wantKeys)
+			if !slices.Equal(sortedKeys(m), wantKeys) {
+				t.Errorf("%s: fields %v, want %v", who, sortedKeys(m), wantKeys)
 			}
 			account, direction, counterparty := "@alice", "sent", "@bob"
 			if who == "bob" {
@@ -136,19 +136,19 @@ func TestEmitTransferReachesBothSides(t *testing.T) {
 			t.Errorf("%s got kinds %v", who, kinds)
 		}
 	}
-	whNoAmount(t, ra, rb)
+	checkNoAmount(t, ra, rb)
 }
 
 func TestEmitTransferToExternalWallet(t *testing.T) {
 	s := New(t)
-	alice := newWHParty(t, s, "@alice")
-	ra := newWHReceiver(t, s, whAlways(200))
-	wa := whSubscribe(t, alice, ra.url(), webhookverify.KindTransferConfirmed)
-	tr := whTransfer(s, alice.acct, nil)
+	alice := newTestParty(t, s, "@alice")
+	ra := newHookReceiver(t, s, answerAlways(200))
+	wa := subscribeHooks(t, alice, ra.url(), webhookverify.KindTransferConfirmed)
+	tr := handTransfer(s, alice.acct, nil)
 	tr.confidential = false
-	whEmit(s, webhookverify.KindTransferConfirmed, tr)
+	emitTransfer(s, webhookverify.KindTransferConfirmed, tr)
 	s.Sync()
-	rs := whCollect(t, ra, wa.Secret)
+	rs := collectHooks(t, ra, wa.Secret)
 	if len(rs) != 1 {
 		t.Fatalf("got %d deliveries, want 1", len(rs))
 	}
@@ -156,16 +156,16 @@ func TestEmitTransferToExternalWallet(t *testing.T) {
 	if m["counterparty"] != tr.toAddr.Hex() || m["direction"] != "sent" || m["confidential"] != false {
 		t.Fatalf("payload %v", m)
 	}
-	whNoAmount(t, ra)
+	checkNoAmount(t, ra)
 }
 
 func TestEmitFiltersByKindAndNetwork(t *testing.T) {
 	s := New(t)
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	rc := newWHReceiver(t, s, whAlways(200))
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
-	tr := whTransfer(s, alice.acct, bob.acct)
-	whEmit(s, webhookverify.KindTransferInitiated, tr) // not subscribed
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	rc := newHookReceiver(t, s, answerAlways(200))
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
+	tr := handTransfer(s, alice.acct, bob.acct)
+	emitTransfer(s, webhookverify.KindTransferInitiated, tr) // not subscribed
 	s.mu.Lock()
 	s.emitTransferLocked(s.nets[confpay.NetworkLive], webhookverify.KindTransferConfirmed, tr) // other network
 	s.mu.Unlock()
@@ -173,29 +173,29 @@ func TestEmitFiltersByKindAndNetwork(t *testing.T) {
 	if n := rc.count(); n != 0 {
 		t.Fatalf("got %d deliveries for unsubscribed kinds or the other network", n)
 	}
-	whEmit(s, webhookverify.KindTransferConfirmed, tr)
+	emitTransfer(s, webhookverify.KindTransferConfirmed, tr)
 	s.Sync()
-	if rs := whCollect(t, rc, w.Secret); len(rs) != 1 || rs[0].fields["event"] != webhookverify.KindTransferConfirmed {
+	if rs := collectHooks(t, rc, w.Secret); len(rs) != 1 || rs[0].fields["event"] != webhookverify.KindTransferConfirmed {
 		t.Fatalf("got %d deliveries, want the one confirmed event", len(rs))
 	}
 }
 
 func TestEmitAgentTransferReachesAgentAndOwner(t *testing.T) {
 	s := New(t)
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	bot := newWHAgent(t, s, alice, "bot")
-	ra, rbot, rb := newWHReceiver(t, s, whAlways(200)), newWHReceiver(t, s, whAlways(200)), newWHReceiver(t, s, whAlways(200))
-	wa := whSubscribe(t, alice, ra.url(), webhookverify.Kinds()...)
-	wbot := whSubscribe(t, bot, rbot.url(), webhookverify.Kinds()...)
-	wb := whSubscribe(t, bob, rb.url(), webhookverify.Kinds()...)
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	bot := newTestAgent(t, s, alice, "bot")
+	ra, rbot, rb := newHookReceiver(t, s, answerAlways(200)), newHookReceiver(t, s, answerAlways(200)), newHookReceiver(t, s, answerAlways(200))
+	wa := subscribeHooks(t, alice, ra.url(), webhookverify.Kinds()...)
+	wbot := subscribeHooks(t, bot, rbot.url(), webhookverify.Kinds()...)
+	wb := subscribeHooks(t, bob, rb.url(), webhookverify.Kinds()...)
 
 	// The agent pays bob; then bob pays the agent.
-	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, bot.acct, bob.acct))
+	emitTransfer(s, webhookverify.KindTransferConfirmed, handTransfer(s, bot.acct, bob.acct))
 	s.Sync()
-	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, bob.acct, bot.acct))
+	emitTransfer(s, webhookverify.KindTransferConfirmed, handTransfer(s, bob.acct, bot.acct))
 	s.Sync()
 
-	owner, agent, payee := whCollect(t, ra, wa.Secret), whCollect(t, rbot, wbot.Secret), whCollect(t, rb, wb.Secret)
+	owner, agent, payee := collectHooks(t, ra, wa.Secret), collectHooks(t, rbot, wbot.Secret), collectHooks(t, rb, wb.Secret)
 	if len(owner) != 2 || len(agent) != 2 || len(payee) != 2 {
 		t.Fatalf("deliveries: owner %d, agent %d, bob %d; want 2 each", len(owner), len(agent), len(payee))
 	}
@@ -214,24 +214,24 @@ func TestEmitAgentTransferReachesAgentAndOwner(t *testing.T) {
 			t.Errorf("%s: both sides share one event id", dir)
 		}
 	}
-	whNoAmount(t, ra, rbot, rb)
+	checkNoAmount(t, ra, rbot, rb)
 }
 
 func TestEmitAgentTransactionEventsGoToOwner(t *testing.T) {
 	s := New(t)
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	bot := newWHAgent(t, s, alice, "bot")
-	ra, rbot := newWHReceiver(t, s, whAlways(200)), newWHReceiver(t, s, whAlways(200))
-	wa := whSubscribe(t, alice, ra.url(), webhookverify.Kinds()...)
-	whSubscribe(t, bot, rbot.url(), webhookverify.Kinds()...)
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	bot := newTestAgent(t, s, alice, "bot")
+	ra, rbot := newHookReceiver(t, s, answerAlways(200)), newHookReceiver(t, s, answerAlways(200))
+	wa := subscribeHooks(t, alice, ra.url(), webhookverify.Kinds()...)
+	subscribeHooks(t, bot, rbot.url(), webhookverify.Kinds()...)
 
-	p := &payment{from: bot.acct, to: bob.acct, toAddr: bob.acct.address, toText: "@bob", asset: "USDG", units: whUnits, confidential: true}
+	p := &payment{from: bot.acct, to: bob.acct, toAddr: bob.acct.address, toText: "@bob", asset: "USDG", units: handUnits, confidential: true}
 	held := &heldTx{id: names.NewID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
 	rejected := &heldTx{id: names.NewID("atx_"), agent: bot.acct, p: p, toText: "@bob", asset: "USDG", confidential: true}
 	s.mu.Lock()
 	n := s.nets[confpay.NetworkTest]
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionPendingApproval, held)
-	held.transfer = whTransfer(s, bot.acct, bob.acct)
+	held.transfer = handTransfer(s, bot.acct, bob.acct)
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, held)
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionRejected, rejected)
 	s.emitPolicyUpdatedLocked(n, bot.acct, []string{"daily_limit_usdg", "assets"})
@@ -242,7 +242,7 @@ func TestEmitAgentTransactionEventsGoToOwner(t *testing.T) {
 	if n := rbot.count(); n != 0 {
 		t.Fatalf("the agent's own subscription got %d agent events; they go to the owner", n)
 	}
-	rs := whCollect(t, ra, wa.Secret)
+	rs := collectHooks(t, ra, wa.Secret)
 	if len(rs) != 4 {
 		t.Fatalf("owner got %d deliveries, want 4", len(rs))
 	}
@@ -271,19 +271,19 @@ func TestEmitAgentTransactionEventsGoToOwner(t *testing.T) {
 	}
 	pol := byKind[webhookverify.KindAgentPolicyUpdated]
 	wantPolicyKeys := []string{"account", "agent", "changed_fields", "event", "event_id", "policy_id", "timestamp"}
-	if pol == nil || !slices.Equal(whKeys(pol), wantPolicyKeys) || pol["account"] != "@alice" || pol["agent"] != "@alice/bot" {
+	if pol == nil || !slices.Equal(sortedKeys(pol), wantPolicyKeys) || pol["account"] != "@alice" || pol["agent"] != "@alice/bot" {
 		t.Errorf("policy payload %v", pol)
 	} else if cf := pol["changed_fields"].([]any); len(cf) != 2 || cf[0] != "daily_limit_usdg" || cf[1] != "assets" {
 		t.Errorf("changed_fields %v", cf)
 	}
-	whNoAmount(t, ra, rbot)
+	checkNoAmount(t, ra, rbot)
 }
 
 func TestEmitWithoutSubscribersRecordsTheEvent(t *testing.T) {
 	s := New(t)
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	tr := whTransfer(s, alice.acct, bob.acct)
-	whEmit(s, webhookverify.KindTransferConfirmed, tr)
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	tr := handTransfer(s, alice.acct, bob.acct)
+	emitTransfer(s, webhookverify.KindTransferConfirmed, tr)
 	evs := s.hooks.Events(confpay.NetworkTest, "")
 	if len(evs) != 2 {
 		t.Fatalf("%d events recorded, want 2 (one per side)", len(evs))
@@ -308,16 +308,16 @@ func TestEmitWithoutSubscribersRecordsTheEvent(t *testing.T) {
 // whose receiver fails does not hold up another's delivery.
 func TestOneFailingReceiverDoesNotBlockAnother(t *testing.T) {
 	s := New(t, WithDeliveryWorkers(1))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	bad, good := newWHReceiver(t, s, whAlways(http.StatusInternalServerError)), newWHReceiver(t, s, whAlways(200))
-	whSubscribe(t, alice, bad.url(), webhookverify.KindTransferConfirmed)
-	wg := whSubscribe(t, bob, good.url(), webhookverify.KindTransferConfirmed)
-	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	bad, good := newHookReceiver(t, s, answerAlways(http.StatusInternalServerError)), newHookReceiver(t, s, answerAlways(200))
+	subscribeHooks(t, alice, bad.url(), webhookverify.KindTransferConfirmed)
+	wg := subscribeHooks(t, bob, good.url(), webhookverify.KindTransferConfirmed)
+	emitTransfer(s, webhookverify.KindTransferConfirmed, handTransfer(s, alice.acct, bob.acct))
 	s.Sync()
 	if bad.count() != 1 || good.count() != 1 {
 		t.Fatalf("bad %d, good %d; want one attempt each", bad.count(), good.count())
 	}
-	if d := whDeliveries(t, bob, wg.WebhookID); len(d) != 1 || d[0].Status != confpay.DeliverySucceeded {
+	if d := listDeliveries(t, bob, wg.WebhookID); len(d) != 1 || d[0].Status != confpay.DeliverySucceeded {
 		t.Fatalf("good receiver's record: %+v", d)
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whLeanReceiver answers 204 to everything and keeps nothing, so that the
+// leanReceiver answers 204 to everything and keeps nothing, so that the
 // benchmarks measure the sender.
-func whLeanReceiver(b *testing.B) *httptest.Server {
+func leanReceiver(b *testing.B) *httptest.Server {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
@@ -34,18 +34,18 @@ func BenchmarkDeliveryThroughput(b *testing.B) {
 	for _, subs := range []int{1, 8} {
 		b.Run("subscriptions="+strconv.Itoa(subs), func(b *testing.B) {
 			s := New(b)
-			hs := whLeanReceiver(b)
+			hs := leanReceiver(b)
 			var trs []*transfer
 			for i := range subs {
-				payer := newWHParty(b, s, "@payer"+strconv.Itoa(i))
-				payee := newWHParty(b, s, "@payee"+strconv.Itoa(i))
-				whSubscribe(b, payer, hs.URL+"/hook", webhookverify.KindTransferConfirmed)
-				trs = append(trs, whTransfer(s, payer.acct, payee.acct))
+				payer := newTestParty(b, s, "@payer"+strconv.Itoa(i))
+				payee := newTestParty(b, s, "@payee"+strconv.Itoa(i))
+				subscribeHooks(b, payer, hs.URL+"/hook", webhookverify.KindTransferConfirmed)
+				trs = append(trs, handTransfer(s, payer.acct, payee.acct))
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				whEmit(s, webhookverify.KindTransferConfirmed, trs[i%subs])
+				emitTransfer(s, webhookverify.KindTransferConfirmed, trs[i%subs])
 			}
 			s.Sync()
 			b.StopTimer()
@@ -70,7 +70,7 @@ func BenchmarkDeliveryThroughput(b *testing.B) {
 func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
-			hs := whLeanReceiver(b)
+			hs := leanReceiver(b)
 			client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 			defer client.CloseIdleConnections()
 			body := bytes.Repeat([]byte("x"), 330)
@@ -104,11 +104,11 @@ func BenchmarkDeliveryBaselinePOST(b *testing.B) {
 // when nobody subscribed: two payloads marshalled and recorded.
 func BenchmarkEmitNoSubscribers(b *testing.B) {
 	s := New(b)
-	alice, bob := newWHParty(b, s, "@alice"), newWHParty(b, s, "@bob")
-	tr := whTransfer(s, alice.acct, bob.acct)
+	alice, bob := newTestParty(b, s, "@alice"), newTestParty(b, s, "@bob")
+	tr := handTransfer(s, alice.acct, bob.acct)
 	b.ReportAllocs()
 	for b.Loop() {
-		whEmit(s, webhookverify.KindTransferConfirmed, tr)
+		emitTransfer(s, webhookverify.KindTransferConfirmed, tr)
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whNominalOffsets are the attempt times after the first with no jitter:
+// nominalOffsets are the attempt times after the first with no jitter:
 // each wait counts from the previous attempt, and the last attempt is at
 // the 24 h mark.
-var whNominalOffsets = []time.Duration{
+var nominalOffsets = []time.Duration{
 	0,
 	5 * time.Second,
 	5*time.Second + 5*time.Minute,
@@ -27,25 +27,25 @@ var whNominalOffsets = []time.Duration{
 	24 * time.Hour,
 }
 
-// whOneDelivery sets up a subscriber of transfer.confirmed whose receiver
+// oneDelivery sets up a subscriber of transfer.confirmed whose receiver
 // answers with answer, emits one event and waits for the first attempt.
-func whOneDelivery(t *testing.T, s *Server, answer func(int, *http.Request) int) (*whReceiver, *whParty, *confpay.Webhook) {
+func oneDelivery(t *testing.T, s *Server, answer func(int, *http.Request) int) (*hookReceiver, *testParty, *confpay.Webhook) {
 	t.Helper()
-	rc := newWHReceiver(t, s, answer)
-	alice := newWHParty(t, s, "@alice")
-	bob := newWHParty(t, s, "@bob")
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
-	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	rc := newHookReceiver(t, s, answer)
+	alice := newTestParty(t, s, "@alice")
+	bob := newTestParty(t, s, "@bob")
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
+	emitTransfer(s, webhookverify.KindTransferConfirmed, handTransfer(s, alice.acct, bob.acct))
 	s.Sync()
 	return rc, alice, w
 }
 
 func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
+	setJitter(s, noJitter)
 	t0 := s.Now()
 	// Fail three times, then succeed.
-	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+	rc, alice, w := oneDelivery(t, s, func(n int, _ *http.Request) int {
 		if n <= 3 {
 			return http.StatusInternalServerError
 		}
@@ -54,7 +54,7 @@ func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
 	if got := rc.count(); got != 1 {
 		t.Fatalf("after Sync the first attempt has run %d times, want 1", got)
 	}
-	ds := whDeliveries(t, alice, w.WebhookID)
+	ds := listDeliveries(t, alice, w.WebhookID)
 	if len(ds) != 1 || ds[0].Status != confpay.DeliveryPending || ds[0].Attempts != 1 || ds[0].ResponseStatus != 500 {
 		t.Fatalf("after one failure: %+v", ds[0])
 	}
@@ -73,7 +73,7 @@ func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
 		t.Fatalf("got %d attempts, want 4 (three failures, one success)", len(hits))
 	}
 	for i, h := range hits {
-		if want := t0.Add(whNominalOffsets[i]); !h.at.Equal(want) {
+		if want := t0.Add(nominalOffsets[i]); !h.at.Equal(want) {
 			t.Errorf("attempt %d at %v, want %v", i+1, h.at, want)
 		}
 		if got := h.header.Get(webhookverify.AttemptHeader); got != strconv.Itoa(i+1) {
@@ -83,7 +83,7 @@ func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
 			t.Errorf("attempt %d body differs from the first", i+1)
 		}
 	}
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliverySucceeded || d.Attempts != 4 || d.RetryCount != 3 || d.ResponseStatus != 204 ||
 		d.NextAttemptAt != nil || d.LastAttemptAt == nil || !d.LastAttemptAt.Equal(hits[3].at) || d.Trigger != confpay.TriggerEvent {
 		t.Fatalf("final record: %+v", d)
@@ -92,16 +92,16 @@ func TestDeliveryRetriesAtScheduledTimes(t *testing.T) {
 
 func TestDeliveryNeverAnswered2xxFails(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
+	setJitter(s, noJitter)
 	t0 := s.Now()
-	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusServiceUnavailable))
+	rc, alice, w := oneDelivery(t, s, answerAlways(http.StatusServiceUnavailable))
 	// Step to each scheduled instant: the attempt is there exactly then.
-	for i := 1; i < len(whNominalOffsets); i++ {
-		s.Set(t0.Add(whNominalOffsets[i] - time.Millisecond))
+	for i := 1; i < len(nominalOffsets); i++ {
+		s.Set(t0.Add(nominalOffsets[i] - time.Millisecond))
 		if got := rc.count(); got != i {
 			t.Fatalf("1 ms before attempt %d: %d attempts so far", i+1, got)
 		}
-		s.Set(t0.Add(whNominalOffsets[i]))
+		s.Set(t0.Add(nominalOffsets[i]))
 		if got := rc.count(); got != i+1 {
 			t.Fatalf("at attempt %d's time: %d attempts so far", i+1, got)
 		}
@@ -112,11 +112,11 @@ func TestDeliveryNeverAnswered2xxFails(t *testing.T) {
 		t.Fatalf("got %d attempts, want 8", len(hits))
 	}
 	for i, h := range hits {
-		if want := t0.Add(whNominalOffsets[i]); !h.at.Equal(want) {
+		if want := t0.Add(nominalOffsets[i]); !h.at.Equal(want) {
 			t.Errorf("attempt %d at %v, want %v", i+1, h.at, want)
 		}
 	}
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliveryFailed || d.Attempts != 8 || d.RetryCount != 7 || d.ResponseStatus != 503 || d.NextAttemptAt != nil {
 		t.Fatalf("final record: %+v", d)
 	}
@@ -131,7 +131,7 @@ func TestDeliveryNeverAnswered2xxFails(t *testing.T) {
 func TestDeliveryRealJitterStaysInBand(t *testing.T) {
 	s := New(t)
 	t0 := s.Now()
-	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusBadGateway))
+	rc, alice, w := oneDelivery(t, s, answerAlways(http.StatusBadGateway))
 	s.Advance(72 * time.Hour)
 	hits := rc.all()
 	if len(hits) != 8 {
@@ -151,23 +151,23 @@ func TestDeliveryRealJitterStaysInBand(t *testing.T) {
 	if last := hits[7].at; !last.Equal(t0.Add(24 * time.Hour)) {
 		t.Errorf("last attempt at %v, want exactly 24 h after the first", last)
 	}
-	if d := whDeliveries(t, alice, w.WebhookID)[0]; d.Status != confpay.DeliveryFailed || d.Attempts != 8 {
+	if d := listDeliveries(t, alice, w.WebhookID)[0]; d.Status != confpay.DeliveryFailed || d.Attempts != 8 {
 		t.Fatalf("final record: %+v", d)
 	}
 }
 
 func TestDeliveryTimeoutIsAFailure(t *testing.T) {
 	s := New(t, WithDeliveryTimeout(50*time.Millisecond))
-	whSetJitter(s, whNoJitter)
+	setJitter(s, noJitter)
 	t0 := s.Now()
 	// The first request is never answered; the second is.
-	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+	rc, alice, w := oneDelivery(t, s, func(n int, _ *http.Request) int {
 		if n == 1 {
 			return 0
 		}
 		return http.StatusOK
 	})
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliveryPending || d.Attempts != 1 || d.ResponseStatus != 0 ||
 		d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(t0.Add(5*time.Second)) {
 		t.Fatalf("after a timeout: %+v", d)
@@ -176,7 +176,7 @@ func TestDeliveryTimeoutIsAFailure(t *testing.T) {
 	if got := rc.count(); got != 2 {
 		t.Fatalf("%d attempts, want 2", got)
 	}
-	d = whDeliveries(t, alice, w.WebhookID)[0]
+	d = listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliverySucceeded || d.Attempts != 2 || d.ResponseStatus != 200 {
 		t.Fatalf("after the retry: %+v", d)
 	}
@@ -184,16 +184,16 @@ func TestDeliveryTimeoutIsAFailure(t *testing.T) {
 
 func TestDeliveryRedirectIsAFailure(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
-	target := newWHReceiver(t, s, whAlways(http.StatusOK))
+	setJitter(s, noJitter)
+	target := newHookReceiver(t, s, answerAlways(http.StatusOK))
 	redirector := httptest.NewServer(http.RedirectHandler(target.url(), http.StatusFound))
 	t.Cleanup(redirector.Close)
-	alice := newWHParty(t, s, "@alice")
-	bob := newWHParty(t, s, "@bob")
-	w := whSubscribe(t, alice, redirector.URL, webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	alice := newTestParty(t, s, "@alice")
+	bob := newTestParty(t, s, "@bob")
+	w := subscribeHooks(t, alice, redirector.URL, webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 	s.Sync()
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliveryPending || d.ResponseStatus != http.StatusFound || target.count() != 0 {
 		t.Fatalf("after a redirect: %+v (the redirect target got %d requests)", d, target.count())
 	}
@@ -201,16 +201,16 @@ func TestDeliveryRedirectIsAFailure(t *testing.T) {
 
 func TestDeliveryRefusedConnectionIsAFailure(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
-	rc := newWHReceiver(t, s, whAlways(http.StatusOK))
+	setJitter(s, noJitter)
+	rc := newHookReceiver(t, s, answerAlways(http.StatusOK))
 	url := rc.url()
 	rc.hs.Close() // nobody listens there any more
-	alice := newWHParty(t, s, "@alice")
-	bob := newWHParty(t, s, "@bob")
-	w := whSubscribe(t, alice, url, webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	alice := newTestParty(t, s, "@alice")
+	bob := newTestParty(t, s, "@bob")
+	w := subscribeHooks(t, alice, url, webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 	s.Sync()
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Status != confpay.DeliveryPending || d.Attempts != 1 || d.ResponseStatus != 0 || d.NextAttemptAt == nil {
 		t.Fatalf("after a refused connection: %+v", d)
 	}
@@ -222,14 +222,14 @@ func TestDeliveryRefusedConnectionIsAFailure(t *testing.T) {
 func TestDeliveriesArePaged(t *testing.T) {
 	s := NewServer()
 	defer s.Close()
-	rc := newWHReceiver(t, s, whAlways(200))
-	alice := newWHParty(t, s, "@alice")
-	w := whSubscribe(t, alice, rc.url(), "transfer.initiated")
+	rc := newHookReceiver(t, s, answerAlways(200))
+	alice := newTestParty(t, s, "@alice")
+	w := subscribeHooks(t, alice, rc.url(), "transfer.initiated")
 	for range 25 {
-		whEmit(s, "transfer.initiated", whTransfer(s, alice.acct, nil))
+		emitTransfer(s, "transfer.initiated", handTransfer(s, alice.acct, nil))
 	}
 	s.Sync()
-	all := whDeliveries(t, alice, w.WebhookID)
+	all := listDeliveries(t, alice, w.WebhookID)
 	if len(all) != 25 {
 		t.Fatalf("%d deliveries, want 25", len(all))
 	}

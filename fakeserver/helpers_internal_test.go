@@ -1,8 +1,9 @@
 package fakeserver
 
-// Helpers for the internal webhook tests: a recording receiver, accounts
-// and agents built directly, and events emitted by hand (the tests of
-// emission call the emit functions the way transfers and agents do).
+// The helpers of the internal tests (package fakeserver), mostly for
+// webhooks: a recording receiver (hookReceiver), accounts and agents built
+// directly (testParty), and events emitted by hand (the tests of emission
+// call the emit functions the way transfers and agents do).
 
 import (
 	"context"
@@ -22,17 +23,17 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
-// whHit is one request a receiver got.
-type whHit struct {
+// hookHit is one request a receiver got.
+type hookHit struct {
 	at     time.Time // the server's clock when it arrived
 	header http.Header
 	body   []byte
 }
 
-// whReceiver is a local webhook endpoint that records every request and
+// hookReceiver is a local webhook endpoint that records every request and
 // answers with answer(n, r), n counting from 1. An answer of 0 means "do
 // not answer": the handler waits until the request is cancelled.
-type whReceiver struct {
+type hookReceiver struct {
 	srv    *Server
 	hs     *httptest.Server
 	answer func(n int, r *http.Request) int
@@ -41,16 +42,16 @@ type whReceiver struct {
 	arrived chan int
 
 	mu   sync.Mutex
-	hits []whHit
+	hits []hookHit
 }
 
-func newWHReceiver(t testing.TB, s *Server, answer func(n int, r *http.Request) int) *whReceiver {
+func newHookReceiver(t testing.TB, s *Server, answer func(n int, r *http.Request) int) *hookReceiver {
 	t.Helper()
-	rc := &whReceiver{srv: s, answer: answer, arrived: make(chan int, 64)}
+	rc := &hookReceiver{srv: s, answer: answer, arrived: make(chan int, 64)}
 	rc.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		rc.hits = append(rc.hits, whHit{at: s.Now(), header: r.Header.Clone(), body: body})
+		rc.hits = append(rc.hits, hookHit{at: s.Now(), header: r.Header.Clone(), body: body})
 		n := len(rc.hits)
 		rc.mu.Unlock()
 		select {
@@ -68,40 +69,58 @@ func newWHReceiver(t testing.TB, s *Server, answer func(n int, r *http.Request) 
 	return rc
 }
 
-// whAlways answers every request with code.
-func whAlways(code int) func(int, *http.Request) int {
+// answerAlways answers every request with code.
+func answerAlways(code int) func(int, *http.Request) int {
 	return func(int, *http.Request) int { return code }
 }
 
-func (rc *whReceiver) url() string { return rc.hs.URL + "/hooks" }
+func (rc *hookReceiver) url() string { return rc.hs.URL + "/hooks" }
 
-func (rc *whReceiver) all() []whHit {
+func (rc *hookReceiver) all() []hookHit {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return append([]whHit(nil), rc.hits...)
+	return append([]hookHit(nil), rc.hits...)
 }
 
-func (rc *whReceiver) count() int {
+// waitFor waits for the receiver's request number n to arrive. The
+// timeout (a minute of real time, far beyond any expected wait) only
+// turns a hang into a failure.
+func (rc *hookReceiver) waitFor(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case got := <-rc.arrived:
+			if got >= n {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("request %d never arrived", n)
+		}
+	}
+}
+
+func (rc *hookReceiver) count() int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return len(rc.hits)
 }
 
-// whHMAC is the test's own HMAC-SHA256, independent of webhookverify.
-func whHMAC(secret string, body []byte) string {
+// testHMAC is the test's own HMAC-SHA256, independent of webhookverify.
+func testHMAC(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// whParty is an account with an SDK client on the test network.
-type whParty struct {
+// testParty is an account with an SDK client on the test network.
+type testParty struct {
 	acct   *account
 	client *confpay.Client
 }
 
-// newWHParty creates an account (a person) with a test key.
-func newWHParty(t testing.TB, s *Server, handle string) *whParty {
+// newTestParty creates an account (a person) with a test key.
+func newTestParty(t testing.TB, s *Server, handle string) *testParty {
 	t.Helper()
 	info, err := s.CreateAccount(AccountParams{Handle: handle})
 	if err != nil {
@@ -111,12 +130,12 @@ func newWHParty(t testing.TB, s *Server, handle string) *whParty {
 	s.mu.Lock()
 	a := s.accounts[info.AccountID]
 	s.mu.Unlock()
-	return &whParty{acct: a, client: c}
+	return &testParty{acct: a, client: c}
 }
 
-// newWHAgent builds an agent under owner directly (as agent creation
+// newTestAgent builds an agent under owner directly (as agent creation
 // does) and gives it a test key.
-func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
+func newTestAgent(t testing.TB, s *Server, owner *testParty, name string) *testParty {
 	t.Helper()
 	s.mu.Lock()
 	a := &account{
@@ -138,12 +157,12 @@ func newWHAgent(t testing.TB, s *Server, owner *whParty, name string) *whParty {
 		t.Fatal(err)
 	}
 	c := s.Client(k.APIKey, confpay.WithMaxRetries(0))
-	return &whParty{acct: a, client: c}
+	return &testParty{acct: a, client: c}
 }
 
-// whSubscribe creates a subscription through the SDK and returns it with
+// subscribeHooks creates a subscription through the SDK and returns it with
 // its secret.
-func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpay.Webhook {
+func subscribeHooks(t testing.TB, p *testParty, url string, events ...string) *confpay.Webhook {
 	t.Helper()
 	kinds := make([]confpay.EventKind, len(events))
 	for i, e := range events {
@@ -156,19 +175,19 @@ func whSubscribe(t testing.TB, p *whParty, url string, events ...string) *confpa
 	return w
 }
 
-// whUnits is the amount of every hand-built transfer: 123.456789 USDG.
+// handUnits is the amount of every hand-built transfer: 123.456789 USDG.
 // It must never appear in a delivery.
-var whUnits = big.NewInt(123456789)
+var handUnits = big.NewInt(123456789)
 
-// whTransfer builds a pending transfer from one account to another (to
+// handTransfer builds a pending transfer from one account to another (to
 // nil: an external wallet).
-func whTransfer(s *Server, from, to *account) *transfer {
+func handTransfer(s *Server, from, to *account) *transfer {
 	t := &transfer{
 		id:           names.NewID("tr_"),
 		from:         from,
 		to:           to,
 		asset:        "USDG",
-		units:        new(big.Int).Set(whUnits),
+		units:        new(big.Int).Set(handUnits),
 		confidential: true,
 		memo:         "invoice 42",
 		status:       confpay.StatusPending,
@@ -184,24 +203,24 @@ func whTransfer(s *Server, from, to *account) *transfer {
 	return t
 }
 
-// whEmit emits a transfer event on the test network the way the
+// emitTransfer emits a transfer event on the test network the way the
 // transfer code does: under s.mu.
-func whEmit(s *Server, kind string, t *transfer) {
+func emitTransfer(s *Server, kind string, t *transfer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emitTransferLocked(s.nets[confpay.NetworkTest], kind, t)
 }
 
-// whSetJitter replaces the retry jitter of s's delivery pool.
-func whSetJitter(s *Server, f func(time.Duration) time.Duration) {
+// setJitter replaces the retry jitter of s's delivery pool.
+func setJitter(s *Server, f func(time.Duration) time.Duration) {
 	s.hooks.SetJitter(f)
 }
 
-// whNoJitter keeps every retry wait nominal.
-func whNoJitter(d time.Duration) time.Duration { return d }
+// noJitter keeps every retry wait nominal.
+func noJitter(d time.Duration) time.Duration { return d }
 
-// whDeliveries lists a subscription's deliveries through the SDK.
-func whDeliveries(t testing.TB, p *whParty, webhookID string) []*confpay.Delivery {
+// listDeliveries lists a subscription's deliveries through the SDK.
+func listDeliveries(t testing.TB, p *testParty, webhookID string) []*confpay.Delivery {
 	t.Helper()
 	page, err := p.client.Webhooks.Deliveries(context.Background(), webhookID, &confpay.DeliveryListParams{Limit: confpay.MaxPageSize})
 	if err != nil {

@@ -17,12 +17,12 @@ import (
 func TestBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@bob")
-	cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@carol"})
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "ETH", "1")
-	cSend(t, cSDK(t, srv, alice.test(), nil), "@bob", "1") // one pending transfer in the state
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@carol"})
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	srv.AddFunds(t, "@alice", "ETH", "1")
+	send(t, newClient(t, srv, alice.test(), nil), "@bob", "1") // one pending transfer in the state
 
 	tr := func(fields string) string { return `{"to":"@bob",` + fields + `}` }
 	amt := func(a string) string { return tr(`"amount":"` + a + `"`) }
@@ -139,7 +139,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	// given twice, or in another letter case, is 400 naming the member (a
 	// proxy reading the first "amount" and the server the last must never
 	// disagree). Each entry is a body that is valid but for the addition.
-	agent, err := cSDK(t, srv, alice.test(), nil).Agents.Create(context.Background(), &confpay.AgentCreateParams{
+	agent, err := newClient(t, srv, alice.test(), nil).Agents.Create(context.Background(), &confpay.AgentCreateParams{
 		Name: "bot", SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("10")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("5"))},
 	})
 	if err != nil {
@@ -192,7 +192,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		if strings.HasPrefix(c.path, "/_fake") {
 			key = ""
 		}
-		a := cRaw(t, srv, c.method, c.path, key, c.body, c.headers...)
+		a := rawCall(t, srv, c.method, c.path, key, c.body, c.headers...)
 		e := a.err()
 		if a.status != c.status || e.Code != c.code || e.Param != c.param {
 			t.Errorf("%s: got %d %s (param %q) %q; want %d %s (param %q)", c.name, a.status, e.Code, e.Param, e.Message, c.status, c.code, c.param)

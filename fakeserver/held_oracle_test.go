@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,27 +18,16 @@ import (
 // so approving what the balance covers never makes the daily limit, rather
 // than the balance, refuse the next approval, whatever order the pending
 // list gives payments requested in the same instant.
-var holdAll = confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("10000000"), PerTransactionLimitUSDG: agLimit("1000000"), HITLThresholdUSDG: agLimit("0")}
-
-// handlerCall sends one request straight to srv.Handler(), with no network,
-// and returns the answer.
-func handlerCall(srv *fakeserver.Server, key, method, path, body string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(w, req)
-	return w
-}
+var holdAll = confpay.SpendPolicyParams{DailyLimitUSDG: limit("10000000"), PerTransactionLimitUSDG: limit("1000000"), HITLThresholdUSDG: limit("0")}
 
 // probeShape is what a prober can compare between two answers: the status
 // and every member of the body, with the values that differ by nature
 // (ids and instants) replaced by their presence.
-func probeShape(t *testing.T, w *httptest.ResponseRecorder) string {
+func probeShape(t *testing.T, w answer) string {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
-		t.Fatalf("answer %d is not JSON: %s", w.Code, w.Body)
+	if err := json.Unmarshal(w.body, &m); err != nil {
+		t.Fatalf("answer %d is not JSON: %s", w.status, w.body)
 	}
 	for _, k := range []string{"transaction_id", "requested_at", "expires_at", "request_id"} {
 		if _, ok := m[k]; ok {
@@ -47,7 +35,7 @@ func probeShape(t *testing.T, w *httptest.ResponseRecorder) string {
 		}
 	}
 	b, _ := json.Marshal(m)
-	return strconv.Itoa(w.Code) + " " + string(b)
+	return strconv.Itoa(w.status) + " " + string(b)
 }
 
 // TestAgentsNoBalanceOracle: an agent key that binary-searches its balance
@@ -55,16 +43,16 @@ func probeShape(t *testing.T, w *httptest.ResponseRecorder) string {
 // balance, answers the same, for a funded and an unfunded agent alike, and
 // nothing is reserved (decisions.md, "No balance oracle").
 func TestAgentsNoBalanceOracle(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
 	rich, _ := f.createAgent("rich", holdAll)
 	poor, _ := f.createAgent("poor", holdAll)
-	f.fund(rich.AccountID, "USDG", "123.456789")
-	richKey, poorKey := mustIssue(t, f.srv, rich.AccountID), mustIssue(t, f.srv, poor.AccountID)
+	f.srv.AddFunds(t, rich.AccountID, "USDG", "123.456789")
+	richKey, poorKey := newKey(t, f.srv, rich.AccountID), newKey(t, f.srv, poor.AccountID)
 
 	probe := func(key, amount string) string {
 		body := `{"to":"@bob","amount":"` + amount + `"}`
-		return probeShape(t, handlerCall(f.srv, key, "POST", "/v1/transfers", body))
+		return probeShape(t, serve(f.srv.Handler(), "POST", "/v1/transfers", key, body))
 	}
 	want := probe(poorKey, "1")
 	if !strings.HasPrefix(want, "202 ") || !strings.Contains(want, `"status":"pending_approval"`) {
@@ -94,15 +82,15 @@ func TestAgentsNoBalanceOracle(t *testing.T) {
 			}
 		}
 	}
-	if got := f.available(rich.AccountID, "USDG"); got != "123.456789" {
+	if got := f.srv.Balance(t, rich.AccountID, "USDG").String(); got != "123.456789" {
 		t.Errorf("available after probing = %s, want 123.456789 (nothing reserved)", got)
 	}
 
 	// Through the SDK: held every time, whatever the amount.
 	for _, key := range []string{richKey, poorKey} {
-		agent := f.client(key)
+		agent := newClient(t, f.srv, key, nil, noRetry)
 		for _, amount := range []string{"0.000001", "123.456789", "123.45679", "5000"} {
-			tr, err := f.pay(agent, "@bob", amount, "")
+			tr, err := pay(agent, "@bob", amount, orderMemo)
 			if !errors.As(err, new(*confpay.HeldError)) {
 				t.Errorf("SDK probe %s = %+v, %v; want held", amount, tr, err)
 			}
@@ -123,7 +111,7 @@ func TestAgentsNoBalanceOracle(t *testing.T) {
 		if err == nil {
 			continue // one the balance covers
 		}
-		agWantError(t, err, http.StatusPaymentRequired, confpay.CodeInsufficientBalance, "", "")
+		wantAPIError(t, err, http.StatusPaymentRequired, confpay.CodeInsufficientBalance, "", "")
 		if after, _ := f.srv.Transfers(rich.AccountID, confpay.NetworkTest); len(after) != len(rec) {
 			t.Error("a refused approval moved money")
 		}
@@ -135,10 +123,10 @@ func TestAgentsNoBalanceOracle(t *testing.T) {
 // anything about the recipient (not found, not confidential-ready) is
 // looked at.
 func TestAgentsStatusFirst(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
-	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: agLimit("100"), PerTransactionLimitUSDG: agLimit("10")})
-	f.fund(a.AccountID, "USDG", "100")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	a, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: limit("100"), PerTransactionLimitUSDG: limit("10")})
+	f.srv.AddFunds(t, a.AccountID, "USDG", "100")
 	if err := f.srv.SetAgentStatus(a.AccountID, confpay.AgentPaused); err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +136,8 @@ func TestAgentsStatusFirst(t *testing.T) {
 		"0x00000000000000000000000000000000000000aa", // external wallet: 422 not confidential-ready otherwise
 		"@alice/bot", // itself: 400 otherwise
 	} {
-		_, err := f.pay(agent, to, "1", "")
-		agWantError(t, err, http.StatusForbidden, confpay.CodeAgentNotActive, "", "")
+		_, err := pay(agent, to, "1", orderMemo)
+		wantAPIError(t, err, http.StatusForbidden, confpay.CodeAgentNotActive, "", "")
 	}
 }
 
@@ -157,39 +145,39 @@ func TestAgentsStatusFirst(t *testing.T) {
 // answers 429 rate_limited with Retry-After and is not held. Other agents
 // are not affected, and a decision makes room.
 func TestAgentsHeldCap(t *testing.T) {
-	f := newAgentsFixture(t, fakeserver.WithMaxHeldPerAgent(3))
-	f.payee("@bob")
+	f := newFixture(t, fakeserver.WithMaxHeldPerAgent(3))
+	newAccount(t, f.srv, "@bob")
 	a, agent := f.createAgent("bot", holdAll)
 	_, other := f.createAgent("other", holdAll)
-	agentKey := mustIssue(t, f.srv, a.AccountID)
+	agentKey := newKey(t, f.srv, a.AccountID)
 	var first *confpay.AgentTransaction
 	for i := range 3 {
-		tr := f.hold(agent, "@bob", "1")
+		tr := hold(t, agent, "@bob", "1", orderMemo)
 		if i == 0 {
 			first = tr
 		}
 	}
-	w := cRaw(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over")
+	w := rawCall(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over")
 	if w.status != http.StatusTooManyRequests || w.err().Code != confpay.CodeRateLimited || w.header.Get("Retry-After") == "" {
 		t.Fatalf("payment over the cap = %d %s (Retry-After %q), want 429 rate_limited with Retry-After", w.status, w.body, w.header.Get("Retry-After"))
 	}
 	if ids := f.pendingIDs(f.alice); len(ids) != 3 {
 		t.Fatalf("pending = %d, want 3 (the refused one is not held)", len(ids))
 	}
-	f.hold(other, "@bob", "1") // the cap is per agent
+	hold(t, other, "@bob", "1", orderMemo) // the cap is per agent
 	if _, err := f.alice.Agents.Reject(f.ctx, first.TransactionID); err != nil {
 		t.Fatal(err)
 	}
 	// A decision made room, and the 429 was not kept: the same key runs
 	// again.
-	if w := cRaw(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over"); w.status != http.StatusAccepted || w.header.Get("Idempotent-Replayed") != "" {
+	if w := rawCall(t, f.srv, "POST", "/v1/transfers", agentKey, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "over"); w.status != http.StatusAccepted || w.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("retry with the same key after room was made = %d %s, want a fresh 202", w.status, w.body)
 	}
-	_, err := f.pay(agent, "@bob", "1", "")
-	agWantError(t, err, http.StatusTooManyRequests, confpay.CodeRateLimited, "", "")
+	_, err := pay(agent, "@bob", "1", orderMemo)
+	wantAPIError(t, err, http.StatusTooManyRequests, confpay.CodeRateLimited, "", "")
 
 	f.srv.SetMaxHeldPerAgent(4)
-	f.hold(agent, "@bob", "1")
+	hold(t, agent, "@bob", "1", orderMemo)
 	if ids := f.pendingIDs(f.alice); len(ids) != 5 {
 		t.Errorf("pending = %d, want 5", len(ids))
 	}
@@ -197,18 +185,18 @@ func TestAgentsHeldCap(t *testing.T) {
 
 // TestAgentsHeldCapDefault: the default cap is 1,000 per agent.
 func TestAgentsHeldCapDefault(t *testing.T) {
-	f := newAgentsFixture(t)
-	f.payee("@bob")
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
 	a, _ := f.createAgent("bot", holdAll)
-	key := mustIssue(t, f.srv, a.AccountID)
+	key := newKey(t, f.srv, a.AccountID)
 	for i := range fakeserver.DefaultMaxHeldPerAgent {
-		if w := handlerCall(f.srv, key, "POST", "/v1/transfers", `{"to":"@bob","amount":"1"}`); w.Code != http.StatusAccepted {
-			t.Fatalf("payment %d = %d %s, want 202", i+1, w.Code, w.Body)
+		if w := serve(f.srv.Handler(), "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`); w.status != http.StatusAccepted {
+			t.Fatalf("payment %d = %d %s, want 202", i+1, w.status, w.body)
 		}
 	}
-	w := handlerCall(f.srv, key, "POST", "/v1/transfers", `{"to":"@bob","amount":"1"}`)
-	if w.Code != http.StatusTooManyRequests {
-		t.Fatalf("payment 1001 = %d %s, want 429", w.Code, w.Body)
+	w := serve(f.srv.Handler(), "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`)
+	if w.status != http.StatusTooManyRequests {
+		t.Fatalf("payment 1001 = %d %s, want 429", w.status, w.body)
 	}
 	if got := len(f.pendingIDs(f.alice)); got != 1000 {
 		t.Errorf("pending = %d, want 1000", got)

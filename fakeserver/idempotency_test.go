@@ -3,7 +3,6 @@ package fakeserver_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +15,12 @@ import (
 func TestIdempotentReplay(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	bob := cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
-	cFund(t, srv, "@alice", confpay.NetworkLive, "USDG", "100")
-	cFund(t, srv, "@bob", confpay.NetworkTest, "USDG", "100")
-	ac := cSDK(t, srv, alice.test(), nil)
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	fundOn(t, srv, "@alice", confpay.NetworkLive, "USDG", "100")
+	srv.AddFunds(t, "@bob", "USDG", "100")
+	ac := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 	p := &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("7")}
 
@@ -43,18 +42,18 @@ func TestIdempotentReplay(t *testing.T) {
 
 	// Same key, another body or path: 422.
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("8")}, confpay.WithIdempotencyKey("order-1"))
-	cWantErr(t, err, 422, confpay.CodeIdempotencyKeyReused, "")
-	a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), `{"url":"https://example.com/h","events":["transfer.confirmed"]}`, "Idempotency-Key", "order-1")
+	wantAPIError(t, err, 422, confpay.CodeIdempotencyKeyReused, "Idempotency-Key", "")
+	a := rawCall(t, srv, "POST", "/v1/webhooks", alice.test(), `{"url":"https://example.com/h","events":["transfer.confirmed"]}`, "Idempotency-Key", "order-1")
 	if a.status != 422 || a.err().Code != confpay.CodeIdempotencyKeyReused {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 
 	// Keys are scoped to the account and the network.
-	t3, err := cSDK(t, srv, bob.test(), nil).Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@alice", Amount: confpay.MustParseAmount("7")}, confpay.WithIdempotencyKey("order-1"))
+	t3, err := newClient(t, srv, bob.test(), nil).Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@alice", Amount: confpay.MustParseAmount("7")}, confpay.WithIdempotencyKey("order-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t4, err := cSDK(t, srv, alice.live(), nil).Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"))
+	t4, err := newClient(t, srv, alice.live(), nil).Transfers.Create(ctx, p, confpay.WithIdempotencyKey("order-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +63,11 @@ func TestIdempotentReplay(t *testing.T) {
 
 	// An error answer is kept and replayed like any other.
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1000")}, confpay.WithIdempotencyKey("big"))
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
+	srv.AddFunds(t, "@alice", "USDG", "1000")
 	var r3 confpay.Response
 	_, err = ac.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1000")}, confpay.WithIdempotencyKey("big"), confpay.WithResponse(&r3))
-	cWantErr(t, err, 402, confpay.CodeInsufficientBalance, "")
+	wantAPIError(t, err, 402, confpay.CodeInsufficientBalance, "", "")
 	if !r3.IdempotentReplayed {
 		t.Fatal("the stored error was not replayed")
 	}
@@ -82,40 +81,32 @@ func TestIdempotentReplay(t *testing.T) {
 
 	// Bad keys.
 	for _, k := range []string{strings.Repeat("k", 256), "tab\there"} {
-		a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
+		a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
 		if a.status != 400 || a.err().Param != "Idempotency-Key" {
 			t.Fatalf("key %q: %d %s", k, a.status, a.body)
 		}
 	}
-	a = cRaw(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "a", "Idempotency-Key", "b")
+	a = rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "a", "Idempotency-Key", "b")
 	if a.status != 400 {
 		t.Fatalf("two keys: %d %s", a.status, a.body)
-	}
-}
-
-// waitTimers waits, without sleeping, until the server clock has at least
-// n timers scheduled.
-func waitTimers(srv *fakeserver.Server, n int) {
-	for fakeserver.PendingTimers(srv) < n {
-		runtime.Gosched()
 	}
 }
 
 func TestIdempotencyKeyInUse(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: fakeserver.FaultDelay, Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"to":"@bob","amount":"5"}`
-	first := make(chan cAnswer)
-	go func() { first <- cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1") }()
+	first := make(chan answer)
+	go func() { first <- rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1") }()
 	waitTimers(srv, 1) // the first request is held, its key in use
 
-	a := cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+	a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
 	if a.status != 409 || a.err().Code != confpay.CodeIdempotencyKeyInUse || a.header.Get("Retry-After") != "1" {
 		t.Fatalf("%d %s Retry-After %q, want 409 idempotency_key_in_use with Retry-After: 1", a.status, a.body, a.header.Get("Retry-After"))
 	}
@@ -124,7 +115,7 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	if got.status != 201 {
 		t.Fatalf("held request: %d %s", got.status, got.body)
 	}
-	a = cRaw(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+	a = rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
 	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" || string(a.body) != string(got.body) {
 		t.Fatalf("replay: %d %s", a.status, a.body)
 	}
@@ -133,16 +124,16 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 	const n = 8
 	// Every first attempt commits and then loses its answer; so do a few
 	// retries.
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: n + 3, Action: fakeserver.FaultDropAfterCommit}); err != nil {
 		t.Fatal(err)
 	}
-	ac := cSDK(t, srv, alice.test(), nil, confpay.WithMaxRetries(5))
+	ac := newClient(t, srv, alice.test(), nil, confpay.WithMaxRetries(5))
 	ids := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -175,7 +166,7 @@ func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 			t.Fatalf("the SDK returned %s, which the server does not hold", id)
 		}
 	}
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "90" {
+	if got := srv.Balance(t, "@alice", "USDG").String(); got != "90" {
 		t.Fatalf("alice available %s, want 90", got)
 	}
 	if f := srv.Faults(); f[0].Used != n+3 {
@@ -189,23 +180,23 @@ func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 func TestIdempotencyExpiryAfterClockSetBack(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
+	alice := newAccount(t, srv, "@alice")
 	t0 := srv.Now()
 	body := `{"url":"https://example.com/h","events":["transfer.confirmed"]}`
 	srv.Set(t0.Add(10 * time.Hour))
-	if a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late"); a.status != 201 {
+	if a := rawCall(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late"); a.status != 201 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 	srv.Set(t0.Add(-5 * time.Hour))
-	if a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early"); a.status != 201 {
+	if a := rawCall(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early"); a.status != 201 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
 	srv.Set(t0.Add(20 * time.Hour)) // "early" is 25 h old, "late" 10 h
-	a := cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early")
+	a := rawCall(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "early")
 	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("a key 25 h old: %d replayed=%q, want a fresh 201", a.status, a.header.Get("Idempotent-Replayed"))
 	}
-	a = cRaw(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late")
+	a = rawCall(t, srv, "POST", "/v1/webhooks", alice.test(), body, "Idempotency-Key", "late")
 	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("a key 10 h old: %d replayed=%q, want a replay", a.status, a.header.Get("Idempotent-Replayed"))
 	}
@@ -218,23 +209,23 @@ func TestIdempotencyExpiryAfterClockSetBack(t *testing.T) {
 func TestIdempotencyStoreRule(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
 	key := alice.test()
 
 	// Not kept: 400 (a missing member, too many decimals) and 413.
 	for i, bad := range []string{`{"to":"@bob"}`, `{"to":"@bob","amount":"1.0000001"}`, `{"to":"@bob","amount":"1","memo":"` + strings.Repeat("m", fakeserver.MaxBodyBytes) + `"}`} {
 		k := "fix-" + string(rune('a'+i))
-		a := cRaw(t, srv, "POST", "/v1/transfers", key, bad, "Idempotency-Key", k)
+		a := rawCall(t, srv, "POST", "/v1/transfers", key, bad, "Idempotency-Key", k)
 		if a.status != 400 && a.status != 413 {
 			t.Fatalf("bad body %d: %d %s", i, a.status, a.body)
 		}
-		a = cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
+		a = rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k)
 		if a.status != 201 || a.header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("corrected body after %d: %d replayed=%q %s, want a fresh 201", i, a.status, a.header.Get("Idempotent-Replayed"), a.body)
 		}
-		if a2 := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k); a2.status != 201 || a2.header.Get("Idempotent-Replayed") != "true" || string(a2.body) != string(a.body) {
+		if a2 := rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1"}`, "Idempotency-Key", k); a2.status != 201 || a2.header.Get("Idempotent-Replayed") != "true" || string(a2.body) != string(a.body) {
 			t.Fatalf("the corrected answer was not kept: %d %s", a2.status, a2.body)
 		}
 	}
@@ -244,20 +235,20 @@ func TestIdempotencyStoreRule(t *testing.T) {
 
 	// Kept: refusals decided on the state, replayed even once the state
 	// would answer otherwise.
-	a := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf")
+	a := rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf")
 	if a.status != 404 || a.err().Code != confpay.CodeRecipientNotFound {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	cAccount(t, srv, "@carol")
-	if r := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf"); r.status != 404 || r.header.Get("Idempotent-Replayed") != "true" {
+	newAccount(t, srv, "@carol")
+	if r := rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@carol","amount":"1"}`, "Idempotency-Key", "nf"); r.status != 404 || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("404 recipient_not_found not replayed: %d %s", r.status, r.body)
 	}
-	a = cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor")
+	a = rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor")
 	if a.status != 402 {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1000")
-	if r := cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor"); r.status != 402 || r.header.Get("Idempotent-Replayed") != "true" {
+	srv.AddFunds(t, "@alice", "USDG", "1000")
+	if r := rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"500"}`, "Idempotency-Key", "poor"); r.status != 402 || r.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("402 not replayed: %d %s", r.status, r.body)
 	}
 }
@@ -268,23 +259,23 @@ func TestIdempotencyStoreRule(t *testing.T) {
 // other accounts alone. Kept keys still replay.
 func TestIdempotencyStoreIsBounded(t *testing.T) {
 	srv := fakeserver.New(t, fakeserver.WithMaxIdempotencyKeys(3))
-	alice, bob := cAccount(t, srv, "@alice"), cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "100")
-	cFund(t, srv, "@bob", confpay.NetworkTest, "USDG", "100")
-	pay := func(key, idem, to string) cAnswer {
-		return cRaw(t, srv, "POST", "/v1/transfers", key, `{"to":"`+to+`","amount":"1"}`, "Idempotency-Key", idem)
+	alice, bob := newAccount(t, srv, "@alice"), newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	srv.AddFunds(t, "@bob", "USDG", "100")
+	pay := func(key, idem, to string) answer {
+		return rawCall(t, srv, "POST", "/v1/transfers", key, `{"to":"`+to+`","amount":"1"}`, "Idempotency-Key", idem)
 	}
 	for i := range 3 {
 		if a := pay(alice.test(), fmt.Sprint("k", i), "@bob"); a.status != 201 {
 			t.Fatalf("key %d: %d %s", i, a.status, a.body)
 		}
 	}
-	before := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG")
+	before := srv.Balance(t, "@alice", "USDG").String()
 	a := pay(alice.test(), "k3", "@bob")
 	if a.status != 429 || a.err().Code != confpay.CodeRateLimited || a.header.Get("Retry-After") != "86400" {
 		t.Fatalf("a fourth key: %d %s, Retry-After %q", a.status, a.body, a.header.Get("Retry-After"))
 	}
-	if got := cAvailable(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != before {
+	if got := srv.Balance(t, "@alice", "USDG").String(); got != before {
 		t.Fatal("the refused request moved money")
 	}
 	if a := pay(alice.test(), "k0", "@bob"); a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {

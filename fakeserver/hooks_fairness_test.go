@@ -9,34 +9,17 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whWaitFor waits (up to a minute of real time, far beyond any expected
-// wait) for a receiver's nth request.
-func whWaitFor(t *testing.T, rc *whReceiver, n int, what string) {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		select {
-		case got := <-rc.arrived:
-			if got >= n {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("%s: request %d never arrived", what, n)
-		}
-	}
-}
-
 // TestDeliveryWorkersNeverTakeTheServerLock: a delivery is made and its
 // answer recorded while the server's lock is held throughout (the workers
 // use internal/hooks' own lock).
 func TestDeliveryWorkersNeverTakeTheServerLock(t *testing.T) {
 	s := New(t)
-	rc := newWHReceiver(t, s, whAlways(200))
-	alice := newWHParty(t, s, "@alice")
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	rc := newHookReceiver(t, s, answerAlways(200))
+	alice := newTestParty(t, s, "@alice")
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
 	s.mu.Lock()
-	s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, nil))
-	whWaitFor(t, rc, 1, "delivery under the server lock")
+	s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, nil))
+	rc.waitFor(t, 1)
 	recorded := false
 	for deadline := time.Now().Add(time.Minute); !recorded && time.Now().Before(deadline); {
 		for _, d := range s.hooks.DeliveryRecords(confpay.NetworkTest, alice.acct.id) {
@@ -55,20 +38,20 @@ func TestDeliveryWorkersNeverTakeTheServerLock(t *testing.T) {
 // before any of theirs times out.
 func TestDeadReceiversDoNotDelayAnotherAccount(t *testing.T) {
 	s := New(t, WithDeliveryTimeout(time.Hour))
-	dead := newWHReceiver(t, s, whAlways(0)) // never answers
-	good := newWHReceiver(t, s, whAlways(200))
-	mallory := newWHParty(t, s, "@mallory")
+	dead := newHookReceiver(t, s, answerAlways(0)) // never answers
+	good := newHookReceiver(t, s, answerAlways(200))
+	mallory := newTestParty(t, s, "@mallory")
 	for i := range 16 {
-		whSubscribe(t, mallory, dead.url()+"?n="+strconv.Itoa(i), webhookverify.KindTransferInitiated)
+		subscribeHooks(t, mallory, dead.url()+"?n="+strconv.Itoa(i), webhookverify.KindTransferInitiated)
 	}
-	bob := newWHParty(t, s, "@bob")
-	whSubscribe(t, bob, good.url(), webhookverify.KindTransferInitiated)
+	bob := newTestParty(t, s, "@bob")
+	subscribeHooks(t, bob, good.url(), webhookverify.KindTransferInitiated)
 	t.Cleanup(s.Close) // first: it cancels the hanging requests the receivers wait on
 
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, mallory.acct, nil))
-	whWaitFor(t, dead, 4, "mallory's receivers") // half of the 8 workers
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, bob.acct, nil))
-	whWaitFor(t, good, 1, "bob's delivery behind mallory's dead receivers")
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, mallory.acct, nil))
+	dead.waitFor(t, 4) // half of the 8 workers
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, bob.acct, nil))
+	good.waitFor(t, 1)
 	if n := dead.count(); n != 4 {
 		t.Errorf("mallory's receivers got %d requests at once; one account may occupy 4 of 8 workers", n)
 	}
@@ -81,13 +64,13 @@ func TestDeadReceiversDoNotDelayAnotherAccount(t *testing.T) {
 func TestAHangingReceiverHoldsAClockCallForItsTimeoutOnly(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	s := New(t, WithDeliveryTimeout(timeout), WithDeliveryWorkers(2))
-	dead := newWHReceiver(t, s, whAlways(0))
-	mallory := newWHParty(t, s, "@mallory")
+	dead := newHookReceiver(t, s, answerAlways(0))
+	mallory := newTestParty(t, s, "@mallory")
 	for i := range 16 {
-		whSubscribe(t, mallory, dead.url()+"?n="+strconv.Itoa(i), webhookverify.KindTransferInitiated)
+		subscribeHooks(t, mallory, dead.url()+"?n="+strconv.Itoa(i), webhookverify.KindTransferInitiated)
 	}
 	t.Cleanup(s.Close)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, mallory.acct, nil))
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, mallory.acct, nil))
 	s.Sync()
 	// One worker for mallory makes the 16 attempts one after another,
 	// 3.2 s in all; Sync gave up waiting after 1.2 s.

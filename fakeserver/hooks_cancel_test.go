@@ -16,27 +16,10 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// whWaitArrival waits for the receiver's request number n to arrive. The
-// timeout only turns a hang into a failure.
-func whWaitArrival(t *testing.T, rc *whReceiver, n int) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case got := <-rc.arrived:
-			if got >= n {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("request %d never arrived", n)
-		}
-	}
-}
-
 func TestDeleteCancelsPendingRetries(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
-	rc, alice, w := whOneDelivery(t, s, whAlways(http.StatusInternalServerError))
+	setJitter(s, noJitter)
+	rc, alice, w := oneDelivery(t, s, answerAlways(http.StatusInternalServerError))
 	s.Advance(5 * time.Second) // attempt 2
 	if n := rc.count(); n != 2 {
 		t.Fatalf("%d attempts before the delete, want 2", n)
@@ -58,11 +41,11 @@ func TestDeleteCancelsPendingRetries(t *testing.T) {
 
 func TestDeleteAbortsTheAttemptInFlight(t *testing.T) {
 	s := New(t) // the default 10 s timeout: only the delete can end the request quickly
-	rc := newWHReceiver(t, s, whAlways(0))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
-	whWaitArrival(t, rc, 1)
+	rc := newHookReceiver(t, s, answerAlways(0))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
+	rc.waitFor(t, 1)
 	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +61,15 @@ func TestDeleteAbortsTheAttemptInFlight(t *testing.T) {
 
 func TestDeleteDropsQueuedAttempts(t *testing.T) {
 	s := New(t, WithDeliveryWorkers(1))
-	blocker := newWHReceiver(t, s, whAlways(0))
-	rc := newWHReceiver(t, s, whAlways(200))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	wBlock := whSubscribe(t, bob, blocker.url(), webhookverify.KindTransferInitiated)
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	blocker := newHookReceiver(t, s, answerAlways(0))
+	rc := newHookReceiver(t, s, answerAlways(200))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	wBlock := subscribeHooks(t, bob, blocker.url(), webhookverify.KindTransferInitiated)
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
 	// The only worker is busy with bob's request while alice's waits.
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, bob.acct, alice.acct))
-	whWaitArrival(t, blocker, 1)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, bob.acct, alice.acct))
+	blocker.waitFor(t, 1)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
 		t.Fatal(err)
 	}
@@ -101,16 +84,16 @@ func TestDeleteDropsQueuedAttempts(t *testing.T) {
 
 func TestReplayOfAFailedDelivery(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
+	setJitter(s, noJitter)
 	var up atomic.Bool
-	rc, alice, w := whOneDelivery(t, s, func(int, *http.Request) int {
+	rc, alice, w := oneDelivery(t, s, func(int, *http.Request) int {
 		if !up.Load() {
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
 	})
 	s.Advance(25 * time.Hour) // all eight attempts fail
-	ds := whDeliveries(t, alice, w.WebhookID)
+	ds := listDeliveries(t, alice, w.WebhookID)
 	if len(ds) != 1 || ds[0].Status != confpay.DeliveryFailed || ds[0].Attempts != 8 {
 		t.Fatalf("before the replay: %+v", ds)
 	}
@@ -130,7 +113,7 @@ func TestReplayOfAFailedDelivery(t *testing.T) {
 		last.header.Get(webhookverify.AttemptHeader) != "1" || last.header.Get(webhookverify.SignatureHeader) != hits[0].header.Get(webhookverify.SignatureHeader) {
 		t.Fatal("the replay is not the same event, body and signature, as attempt 1")
 	}
-	ds = whDeliveries(t, alice, w.WebhookID)
+	ds = listDeliveries(t, alice, w.WebhookID)
 	if len(ds) != 2 || ds[0].DeliveryID != r.DeliveryID || ds[0].Trigger != confpay.TriggerReplay || ds[0].Status != confpay.DeliverySucceeded ||
 		ds[0].Attempts != 1 || ds[0].ResponseStatus != 200 || ds[1].Status != confpay.DeliveryFailed {
 		t.Fatalf("after the replay: %+v, %+v", ds[0], ds[1])
@@ -139,8 +122,8 @@ func TestReplayOfAFailedDelivery(t *testing.T) {
 
 func TestReplayIsRetriedLikeAnyDelivery(t *testing.T) {
 	s := New(t)
-	whSetJitter(s, whNoJitter)
-	rc, alice, w := whOneDelivery(t, s, func(n int, _ *http.Request) int {
+	setJitter(s, noJitter)
+	rc, alice, w := oneDelivery(t, s, func(n int, _ *http.Request) int {
 		if n == 1 {
 			return http.StatusOK
 		}
@@ -149,7 +132,7 @@ func TestReplayIsRetriedLikeAnyDelivery(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	ev := whDeliveries(t, alice, w.WebhookID)[0].EventID
+	ev := listDeliveries(t, alice, w.WebhookID)[0].EventID
 	t0 := s.Now()
 	if _, err := alice.client.Webhooks.Replay(context.Background(), w.WebhookID, ev); err != nil {
 		t.Fatal(err)
@@ -159,7 +142,7 @@ func TestReplayIsRetriedLikeAnyDelivery(t *testing.T) {
 	if len(hits) != 3 || !hits[2].at.Equal(t0.Add(5*time.Second)) || hits[2].header.Get(webhookverify.AttemptHeader) != "2" {
 		t.Fatalf("the failed replay was not retried 5 s later (%d requests)", len(hits))
 	}
-	d := whDeliveries(t, alice, w.WebhookID)[0]
+	d := listDeliveries(t, alice, w.WebhookID)[0]
 	if d.Trigger != confpay.TriggerReplay || d.Status != confpay.DeliverySucceeded || d.Attempts != 2 || d.RetryCount != 1 {
 		t.Fatalf("replay record %+v", d)
 	}
@@ -167,19 +150,19 @@ func TestReplayIsRetriedLikeAnyDelivery(t *testing.T) {
 
 func TestReplayNeedsAnEventOfTheAccount(t *testing.T) {
 	s := New(t)
-	alice, bob, carol := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob"), newWHParty(t, s, "@carol")
-	bot := newWHAgent(t, s, alice, "bot")
-	rc := newWHReceiver(t, s, whAlways(200))
-	wa := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
-	wbot := whSubscribe(t, bot, rc.url(), webhookverify.KindTransferConfirmed)
-	wc := whSubscribe(t, carol, rc.url(), webhookverify.KindAgentPolicyUpdated)
+	alice, bob, carol := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob"), newTestParty(t, s, "@carol")
+	bot := newTestAgent(t, s, alice, "bot")
+	rc := newHookReceiver(t, s, answerAlways(200))
+	wa := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferConfirmed)
+	wbot := subscribeHooks(t, bot, rc.url(), webhookverify.KindTransferConfirmed)
+	wc := subscribeHooks(t, carol, rc.url(), webhookverify.KindAgentPolicyUpdated)
 	ctx := context.Background()
 
 	// bob pays the agent; the agent's side concerns the agent and alice.
-	whEmit(s, webhookverify.KindTransferConfirmed, whTransfer(s, bob.acct, bot.acct))
+	emitTransfer(s, webhookverify.KindTransferConfirmed, handTransfer(s, bob.acct, bot.acct))
 	// An event on the live network.
 	s.mu.Lock()
-	s.emitTransferLocked(s.nets[confpay.NetworkLive], webhookverify.KindTransferConfirmed, whTransfer(s, alice.acct, bob.acct))
+	s.emitTransferLocked(s.nets[confpay.NetworkLive], webhookverify.KindTransferConfirmed, handTransfer(s, alice.acct, bob.acct))
 	s.mu.Unlock()
 	var botSide, bobSide, liveSide string
 	for _, e := range s.hooks.Events(confpay.NetworkTest, "") {
@@ -195,7 +178,7 @@ func TestReplayNeedsAnEventOfTheAccount(t *testing.T) {
 	s.Sync()
 
 	for _, tc := range []struct {
-		who   *whParty
+		who   *testParty
 		wh    string
 		event string
 		ok    bool
@@ -223,11 +206,11 @@ func TestCloseDoesNotWaitForAHangingReceiver(t *testing.T) {
 	s := NewUnstartedServer() // the default 10 s timeout
 	s.Start()
 	t.Cleanup(s.Close)
-	rc := newWHReceiver(t, s, whAlways(0))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
-	whWaitArrival(t, rc, 1)
+	rc := newHookReceiver(t, s, answerAlways(0))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
+	rc.waitFor(t, 1)
 	closed := make(chan struct{})
 	go func() {
 		s.Close()
@@ -244,13 +227,13 @@ func TestCloseDoesNotWaitForAHangingReceiver(t *testing.T) {
 
 func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
 	s := New(t)
-	fail, hang := newWHReceiver(t, s, whAlways(http.StatusInternalServerError)), newWHReceiver(t, s, whAlways(0))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	whSubscribe(t, alice, fail.url(), webhookverify.KindTransferInitiated)
-	whSubscribe(t, bob, hang.url(), webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
-	whWaitArrival(t, fail, 1)
-	whWaitArrival(t, hang, 1)
+	fail, hang := newHookReceiver(t, s, answerAlways(http.StatusInternalServerError)), newHookReceiver(t, s, answerAlways(0))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	subscribeHooks(t, alice, fail.url(), webhookverify.KindTransferInitiated)
+	subscribeHooks(t, bob, hang.url(), webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
+	fail.waitFor(t, 1)
+	hang.waitFor(t, 1)
 	s.Reset() // aborts the hanging request and any pending retry
 	if n := s.clock.Pending(); n != 0 {
 		t.Fatalf("%d timers left after Reset", n)
@@ -260,7 +243,7 @@ func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
 		t.Fatalf("requests after Reset: %d and %d, want 1 and 1", fail.count(), hang.count())
 	}
 	// The new pool works.
-	rc, _, _ := whOneDelivery(t, s, whAlways(200))
+	rc, _, _ := oneDelivery(t, s, answerAlways(200))
 	if n := rc.count(); n != 1 {
 		t.Fatalf("after Reset: %d deliveries, want 1", n)
 	}
@@ -269,7 +252,7 @@ func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
 func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
 	s := New(t, WithDeliveryWorkers(8))
 	var inFlight, most atomic.Int32
-	rc := newWHReceiver(t, s, func(int, *http.Request) int {
+	rc := newHookReceiver(t, s, func(int, *http.Request) int {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
@@ -280,12 +263,12 @@ func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated, webhookverify.KindTransferConfirmed)
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated, webhookverify.KindTransferConfirmed)
 	var want []string
 	s.mu.Lock()
 	for range 40 {
-		tr := whTransfer(s, alice.acct, bob.acct)
+		tr := handTransfer(s, alice.acct, bob.acct)
 		s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferInitiated, tr)
 		s.emitTransferLocked(s.nets[confpay.NetworkTest], webhookverify.KindTransferConfirmed, tr)
 		want = append(want, webhookverify.KindTransferInitiated+" "+tr.id, webhookverify.KindTransferConfirmed+" "+tr.id)
@@ -310,16 +293,16 @@ func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
 
 func TestSubscriptionsAreDeliveredInParallel(t *testing.T) {
 	s := New(t, WithDeliveryWorkers(2))
-	slow1, slow2 := newWHReceiver(t, s, whAlways(0)), newWHReceiver(t, s, whAlways(0))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	w1 := whSubscribe(t, alice, slow1.url(), webhookverify.KindTransferInitiated)
-	w2 := whSubscribe(t, bob, slow2.url(), webhookverify.KindTransferInitiated)
-	whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+	slow1, slow2 := newHookReceiver(t, s, answerAlways(0)), newHookReceiver(t, s, answerAlways(0))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	w1 := subscribeHooks(t, alice, slow1.url(), webhookverify.KindTransferInitiated)
+	w2 := subscribeHooks(t, bob, slow2.url(), webhookverify.KindTransferInitiated)
+	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 	// Both arrive although neither receiver answers.
-	whWaitArrival(t, slow1, 1)
-	whWaitArrival(t, slow2, 1)
+	slow1.waitFor(t, 1)
+	slow2.waitFor(t, 1)
 	for _, d := range []struct {
-		p  *whParty
+		p  *testParty
 		id string
 	}{{alice, w1.WebhookID}, {bob, w2.WebhookID}} {
 		if err := d.p.client.Webhooks.Delete(context.Background(), d.id); err != nil {
@@ -331,13 +314,13 @@ func TestSubscriptionsAreDeliveredInParallel(t *testing.T) {
 
 func TestDeleteDropsWaitingAttempts(t *testing.T) {
 	s := New(t)
-	rc := newWHReceiver(t, s, whAlways(0))
-	alice, bob := newWHParty(t, s, "@alice"), newWHParty(t, s, "@bob")
-	w := whSubscribe(t, alice, rc.url(), webhookverify.KindTransferInitiated)
+	rc := newHookReceiver(t, s, answerAlways(0))
+	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
+	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
 	for range 3 {
-		whEmit(s, webhookverify.KindTransferInitiated, whTransfer(s, alice.acct, bob.acct))
+		emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
 	}
-	whWaitArrival(t, rc, 1) // the other two wait for it
+	rc.waitFor(t, 1) // the other two wait for it
 	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
 		t.Fatal(err)
 	}

@@ -8,46 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver"
 	"github.com/confpay/confpay-go/fakeserver/internal/leakcheck"
 )
 
-// current turns the no-proof answer into the ciphertexts to prove.
-func current(t testing.TB, bs []*confpay.Balance) []decrypt.Balance {
-	t.Helper()
-	var out []decrypt.Balance
-	for _, b := range bs {
-		if b.EncryptedBalance == "" {
-			t.Fatalf("%s has no encrypted_balance", b.Asset)
-		}
-		ct, err := decrypt.DecodeBase64(b.EncryptedBalance)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, decrypt.Balance{Asset: b.Asset, Version: b.BalanceVersion, Ciphertext: ct})
-	}
-	return out
-}
-
-func proofAccount(t testing.TB, p cParty, chain uint64) decrypt.Account {
-	t.Helper()
-	return decrypt.Account{ChainID: chain, Address: common.HexToAddress(p.info.PublicKey), Key: p.dk.PublicKey()}
-}
-
 func TestBalancesWithAndWithoutProof(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "1234.567891")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "ETH", "0.000000000000004321")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "1234.567891")
+	srv.AddFunds(t, "@alice", "ETH", "0.000000000000004321")
 	rec := leakcheck.New(nil)
-	c := cSDK(t, srv, alice.test(), rec)  // every answer without a figure
-	cp := cSDK(t, srv, alice.test(), nil) // answers to proofs, which carry figures
+	c := newClient(t, srv, alice.test(), rec)  // every answer without a figure
+	cp := newClient(t, srv, alice.test(), nil) // answers to proofs, which carry figures
 	ctx := context.Background()
 
 	bs, err := c.Accounts.Balances(ctx, nil)
@@ -110,20 +86,20 @@ func TestBalancesWithAndWithoutProof(t *testing.T) {
 	}
 
 	// The query parameter works too.
-	a := cRaw(t, srv, "GET", "/v1/accounts/me/balances?decryption_proof="+url.QueryEscape(decrypt.EncodeBase64(proof1)), alice.test(), "")
+	a := rawCall(t, srv, "GET", "/v1/accounts/me/balances?decryption_proof="+url.QueryEscape(decrypt.EncodeBase64(proof1)), alice.test(), "")
 	if a.status != 200 || a.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
-	a = cRaw(t, srv, "GET", "/v1/accounts/me/balances?decryption_proof="+decrypt.EncodeBase64(proof1), alice.test(),
+	a = rawCall(t, srv, "GET", "/v1/accounts/me/balances?decryption_proof="+decrypt.EncodeBase64(proof1), alice.test(),
 		`{"decryption_proof":"`+decrypt.EncodeBase64(proof1)+`"}`)
 	if a.status != 400 || a.err().Param != "decryption_proof" {
 		t.Fatalf("proof twice: %d %s", a.status, a.body)
 	}
 
 	// Spending makes the proof stale: a new version, a new ciphertext.
-	cSend(t, c, "@bob", "0.5")
+	send(t, c, "@bob", "0.5")
 	_, err = c.Accounts.Balances(ctx, &confpay.BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)})
-	if ae := cWantErr(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof"); ae.Reason != confpay.ReasonStale {
+	if ae := wantAPIError(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof", ""); ae.Reason != confpay.ReasonStale {
 		t.Fatalf("reason %s", ae.Reason)
 	}
 	bs2, _ := c.Accounts.Balances(ctx, nil)
@@ -151,11 +127,11 @@ func TestBalancesWithAndWithoutProof(t *testing.T) {
 func TestBalancesBadProofs(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	mallory := cAccount(t, srv, "@mallory")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10")
-	cFund(t, srv, "@mallory", confpay.NetworkTest, "USDG", "10")
-	c := cSDK(t, srv, alice.test(), nil)
+	alice := newAccount(t, srv, "@alice")
+	mallory := newAccount(t, srv, "@mallory")
+	srv.AddFunds(t, "@alice", "USDG", "10")
+	srv.AddFunds(t, "@mallory", "USDG", "10")
+	c := newClient(t, srv, alice.test(), nil)
 	ctx := context.Background()
 	bs, _ := c.Accounts.Balances(ctx, nil)
 	acct := proofAccount(t, alice, confpay.ChainIDTest)
@@ -165,7 +141,7 @@ func TestBalancesBadProofs(t *testing.T) {
 	}
 	tampered := append([]byte(nil), proof...)
 	tampered[len(tampered)-1] ^= 1
-	mbs, _ := cSDK(t, srv, mallory.test(), nil).Accounts.Balances(ctx, nil)
+	mbs, _ := newClient(t, srv, mallory.test(), nil).Accounts.Balances(ctx, nil)
 	other, _, err := decrypt.Prove(nil, mallory.dk, proofAccount(t, mallory, confpay.ChainIDTest), current(t, mbs))
 	if err != nil {
 		t.Fatal(err)
@@ -182,31 +158,31 @@ func TestBalancesBadProofs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := c.Accounts.Balances(ctx, &confpay.BalancesParams{DecryptionProof: tc.proof})
-		ae := cWantErr(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof")
+		ae := wantAPIError(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof", "")
 		if ae.Reason != tc.reason {
 			t.Errorf("%s: reason %s, want %s", tc.name, ae.Reason, tc.reason)
 		}
 	}
 	// The same proof on the live network (another chain, other
 	// ciphertexts) fails.
-	cFund(t, srv, "@alice", confpay.NetworkLive, "USDG", "10")
-	_, err = cSDK(t, srv, alice.live(), nil).Accounts.Balances(ctx, &confpay.BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)})
-	cWantErr(t, err, 422, confpay.CodeDecryptionProofInvalid, "")
+	fundOn(t, srv, "@alice", confpay.NetworkLive, "USDG", "10")
+	_, err = newClient(t, srv, alice.live(), nil).Accounts.Balances(ctx, &confpay.BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)})
+	wantAPIError(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof", "")
 
 	// An account without an encryption key has no ciphertexts.
-	plain := cAccountWith(t, srv, fakeserver.AccountParams{Handle: "@plain"})
-	cFund(t, srv, "@plain", confpay.NetworkTest, "USDG", "3")
-	pc := cSDK(t, srv, plain.test(), nil)
+	plain := newAccountWith(t, srv, fakeserver.AccountParams{Handle: "@plain"})
+	srv.AddFunds(t, "@plain", "USDG", "3")
+	pc := newClient(t, srv, plain.test(), nil)
 	pbs, err := pc.Accounts.Balances(ctx, nil)
 	if err != nil || len(pbs) != 1 || pbs[0].EncryptedBalance != "" || !*pbs[0].Nonzero {
 		t.Fatalf("keyless balances %+v %v", pbs, err)
 	}
 	_, err = pc.Accounts.Balances(ctx, &confpay.BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)})
-	if ae := cWantErr(t, err, 422, confpay.CodeDecryptionProofInvalid, ""); ae.Reason != confpay.ReasonVerificationFailed {
+	if ae := wantAPIError(t, err, 422, confpay.CodeDecryptionProofInvalid, "decryption_proof", ""); ae.Reason != confpay.ReasonVerificationFailed {
 		t.Fatalf("reason %s", ae.Reason)
 	}
 	// Unknown fields in the GET body are refused.
-	a := cRaw(t, srv, "GET", "/v1/accounts/me/balances", alice.test(), `{"proof":"x"}`)
+	a := rawCall(t, srv, "GET", "/v1/accounts/me/balances", alice.test(), `{"proof":"x"}`)
 	if a.status != 400 || a.err().Param != "proof" {
 		t.Fatalf("%d %s", a.status, a.body)
 	}
@@ -215,11 +191,11 @@ func TestBalancesBadProofs(t *testing.T) {
 func TestBalancesZeroAfterSpendingAll(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cAccount(t, srv, "@bob")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "2")
-	c := cSDK(t, srv, alice.test(), nil)
-	cSend(t, c, "@bob", "2")
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "2")
+	c := newClient(t, srv, alice.test(), nil)
+	send(t, c, "@bob", "2")
 	bs, _ := c.Accounts.Balances(context.Background(), nil)
 	if len(bs) != 1 || *bs[0].Nonzero {
 		t.Fatalf("%+v", bs[0])
@@ -233,7 +209,7 @@ func TestBalancesZeroAfterSpendingAll(t *testing.T) {
 		t.Fatalf("%v %v", got, err)
 	}
 	// The answer is an exact JSON string, never a number.
-	a := cRaw(t, srv, "GET", "/v1/accounts/me/balances", alice.test(), `{"decryption_proof":"`+decrypt.EncodeBase64(proof)+`"}`)
+	a := rawCall(t, srv, "GET", "/v1/accounts/me/balances", alice.test(), `{"decryption_proof":"`+decrypt.EncodeBase64(proof)+`"}`)
 	var m struct {
 		Balances []map[string]json.RawMessage `json:"balances"`
 	}

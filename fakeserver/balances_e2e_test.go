@@ -36,13 +36,13 @@ func (b *beforeProof) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestReadBalancesRacesABalanceChange(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	alice := cAccount(t, srv, "@alice")
-	cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "10.5")
+	alice := newAccount(t, srv, "@alice")
+	srv.AddFunds(t, "@alice", "USDG", "10.5")
 
 	tr := &beforeProof{base: http.DefaultTransport, hook: func() {
-		cFund(t, srv, "@alice", confpay.NetworkTest, "USDG", "0.25")
+		srv.AddFunds(t, "@alice", "USDG", "0.25")
 	}}
-	c := cSDK(t, srv, alice.test(), nil, confpay.WithHTTPClient(&http.Client{Transport: tr}))
+	c := newClient(t, srv, alice.test(), nil, confpay.WithHTTPClient(&http.Client{Transport: tr}))
 
 	var resp confpay.Response
 	bals, err := c.Accounts.ReadBalances(context.Background(), alice.dk, confpay.WithResponse(&resp))
@@ -55,7 +55,7 @@ func TestReadBalancesRacesABalanceChange(t *testing.T) {
 	if n := tr.sent.Load(); n != 2 {
 		t.Errorf("%d proofs sent, want 2: the stale one and the fresh one", n)
 	}
-	if got := cSettled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "10.75" {
+	if got := settled(t, srv, "@alice", confpay.NetworkTest, "USDG"); got != "10.75" {
 		t.Errorf("books say %s, the proof said 10.75", got)
 	}
 }
