@@ -270,7 +270,7 @@ func (s *Server) HeldPayments(accountRef string, n confpay.Network) ([]*HeldPaym
 		}
 	}
 	slices.SortFunc(mine, func(x, y heldRecord) int {
-		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), cmp.Compare(x.seq, y.seq))
+		return cmp.Or(x.h.requestedAt.Compare(y.h.requestedAt), cmp.Compare(x.h.seq, y.h.seq))
 	})
 	out := make([]*HeldPayment, 0, len(mine))
 	for _, r := range mine {

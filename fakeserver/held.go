@@ -65,7 +65,7 @@ type heldBook struct {
 	// pruning; lastPrune is when the book was last pruned (server time).
 	order     []*heldTx
 	lastPrune time.Time
-	seq       int // numbers the payments held, for the direct API's order
+	seq       int // numbers the payments held on the network (heldTx.seq)
 }
 
 func (b *heldBook) init() {
@@ -125,6 +125,7 @@ const (
 // heldTx is an agent payment held for the owner's decision.
 type heldTx struct {
 	id           string
+	seq          int // the order held in on the network: ties of requestedAt
 	agent        *account
 	p            *payment
 	toText       string
@@ -213,13 +214,13 @@ type heldRecord struct {
 	h     *heldTx
 	units *big.Int
 	memo  string
-	seq   int // creation order on the network
 }
 
 // record keeps h for the direct API. s.mu is held.
 func (b *heldBook) record(h *heldTx) {
 	b.seq++
-	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo, seq: b.seq}
+	h.seq = b.seq
+	b.all[h.id] = heldRecord{h: h, units: h.p.units, memo: h.p.memo}
 	b.order = append(b.order, h)
 }
 

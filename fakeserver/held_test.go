@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -411,5 +412,22 @@ func TestExpiredHeldPaymentsArePruned(t *testing.T) {
 	}
 	if p := srv.Held(t, recent); p.Status != confpay.DecisionPending {
 		t.Fatalf("the payment just held: %s", p.Status)
+	}
+}
+
+// TestPendingListKeepsTheOrderPaymentsWereHeld: the pending list is oldest
+// first, and payments held in the same instant (every payment of a test
+// that does not move the virtual clock) keep the order they were held in,
+// not the order of their random ids.
+func TestPendingListKeepsTheOrderPaymentsWereHeld(t *testing.T) {
+	f := newFixture(t)
+	newAccount(t, f.srv, "@bob")
+	_, agent := f.createAgent("bot", holdAll)
+	var want []string
+	for i := range 30 {
+		want = append(want, hold(t, agent, "@bob", strconv.Itoa(i+1)).TransactionID)
+	}
+	if got := f.pendingIDs(f.alice); !slices.Equal(got, want) {
+		t.Errorf("pending list = %v\nwant the order held: %v", got, want)
 	}
 }

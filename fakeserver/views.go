@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -217,8 +216,8 @@ type sealJob struct {
 }
 
 // pendingFor lists owner's held payments on n waiting for a decision,
-// oldest first, each with a note sealed to owner (sealed outside the lock,
-// once per payment).
+// oldest first (within one instant, in the order they were held), each
+// with a note sealed to owner (sealed outside the lock, once per payment).
 func (s *Server) pendingFor(n *network, owner *account) (*confpay.PendingList, error) {
 	s.mu.Lock()
 	items := make([]*heldTx, 0, len(n.held.pending[owner]))
@@ -226,7 +225,7 @@ func (s *Server) pendingFor(n *network, owner *account) (*confpay.PendingList, e
 		items = append(items, h)
 	}
 	slices.SortFunc(items, func(a, b *heldTx) int {
-		return cmp.Or(a.requestedAt.Compare(b.requestedAt), strings.Compare(a.id, b.id))
+		return cmp.Or(a.requestedAt.Compare(b.requestedAt), cmp.Compare(a.seq, b.seq))
 	})
 	var jobs []sealJob
 	if key := owner.encryptionKey(); key != nil {
