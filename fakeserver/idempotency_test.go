@@ -3,6 +3,7 @@ package fakeserver_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,39 @@ func TestIdempotencyKeyInUse(t *testing.T) {
 	}
 }
 
+// firstsFirst is a transport that sends each Idempotency-Key's first
+// attempt at once and holds every retry until n first attempts have
+// returned, so that concurrent first attempts are not overtaken by an
+// early retry (which would take one of a fault's drops).
+type firstsFirst struct {
+	base http.RoundTripper
+	n    int
+	all  chan struct{} // closed when n first attempts have returned
+
+	mu    sync.Mutex
+	seen  map[string]bool
+	first int
+}
+
+func (f *firstsFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := r.Header.Get("Idempotency-Key")
+	f.mu.Lock()
+	retry := f.seen[key]
+	f.seen[key] = true
+	f.mu.Unlock()
+	if retry {
+		<-f.all
+		return f.base.RoundTrip(r)
+	}
+	resp, err := f.base.RoundTrip(r)
+	f.mu.Lock()
+	if f.first++; f.first == f.n {
+		close(f.all)
+	}
+	f.mu.Unlock()
+	return resp, err
+}
+
 func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
@@ -133,7 +167,10 @@ func TestExactlyOnceWithDroppedAnswers(t *testing.T) {
 	if _, err := srv.AddFault(fakeserver.Fault{Method: "POST", Path: "/v1/transfers", Times: n + 3, Action: fakeserver.FaultDropAfterCommit}); err != nil {
 		t.Fatal(err)
 	}
-	ac := newClient(t, srv, alice.test(), nil, confpay.WithMaxRetries(5))
+	// The n first attempts must meet the first n drops whatever the
+	// scheduling: retries wait until every first attempt has returned.
+	gate := &firstsFirst{base: srv.HTTPClient().Transport, n: n, seen: map[string]bool{}, all: make(chan struct{})}
+	ac := newClient(t, srv, alice.test(), nil, confpay.WithMaxRetries(5), confpay.WithHTTPClient(&http.Client{Transport: gate}))
 	ids := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
