@@ -384,7 +384,7 @@ func isNull(raw []byte) bool { return string(raw) == "null" }
 func decodeStruct(raw []byte, path string, dst reflect.Value) error {
 	fs := fieldsOf(dst.Type())
 	var few [32]bool
-	seen := few[:0]
+	var seen []bool
 	if n := len(fs.names); n <= len(few) {
 		seen = few[:n]
 	} else {
@@ -589,7 +589,7 @@ func scanDuplicates(b []byte, i int, at *pathNode) (int, error) {
 			}
 			i = skipSpace(b, skipSpace(b, e)+1) // past ':'
 			var err error
-			if i, err = scanDuplicates(b, i, &pathNode{parent: at, name: name, index: -1}); err != nil {
+			if i, err = scanInside(b, i, at, name, -1); err != nil {
 				return 0, err
 			}
 			if i = skipSpace(b, i); b[i] == ',' {
@@ -601,7 +601,7 @@ func scanDuplicates(b []byte, i int, at *pathNode) (int, error) {
 		i = skipSpace(b, i+1)
 		for n := 0; b[i] != ']'; n++ {
 			var err error
-			if i, err = scanDuplicates(b, i, &pathNode{parent: at, index: n}); err != nil {
+			if i, err = scanInside(b, i, at, nil, n); err != nil {
 				return 0, err
 			}
 			if i = skipSpace(b, i); b[i] == ',' {
@@ -611,6 +611,16 @@ func scanDuplicates(b []byte, i int, at *pathNode) (int, error) {
 		return i + 1, nil
 	}
 	return valueEnd(b, i), nil
+}
+
+// scanInside is scanDuplicates for the member name (index -1) or the
+// element index of at that starts at b[i]; a plain value is stepped over
+// without a place of its own.
+func scanInside(b []byte, i int, at *pathNode, name []byte, index int) (int, error) {
+	if b[i] != '{' && b[i] != '[' {
+		return valueEnd(b, i), nil
+	}
+	return scanDuplicates(b, i, &pathNode{parent: at, name: name, index: index})
 }
 
 // pathNode is a place inside a value, spelt out only when an error names
