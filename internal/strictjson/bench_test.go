@@ -1,6 +1,9 @@
 package strictjson
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // transferBody is the body of BenchmarkTransferCreateLoopback (fakeserver).
 var transferBody = []byte(`{"to":"@bob","amount":"0.000001"}`)
@@ -33,6 +36,18 @@ func BenchmarkDecodeTransferOracle(b *testing.B) {
 	for b.Loop() {
 		var v transferRequest
 		if err := oldDecode(transferBody, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeTransferEncodingJSON is the floor: json.Unmarshal of the
+// same body, which checks none of what Decode checks.
+func BenchmarkDecodeTransferEncodingJSON(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var v transferRequest
+		if err := json.Unmarshal(transferBody, &v); err != nil {
 			b.Fatal(err)
 		}
 	}
