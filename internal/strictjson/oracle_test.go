@@ -79,7 +79,7 @@ func oldTrimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\n\r")
 }
 
-// member is one member of an object as sent.
+// oldMember is one member of an object as sent.
 type oldMember struct {
 	name string
 	raw  json.RawMessage
@@ -358,12 +358,12 @@ func oldScanValue(dec *json.Decoder, path string) error {
 
 // ---- the target types ----
 
-// field is a struct field a member decodes into.
+// oldField is a struct field a member decodes into.
 type oldField struct {
 	index []int
 }
 
-// fields are a struct type's members by exact name, and the names in
+// oldFields are a struct type's members by exact name, and the names in
 // declaration order.
 type oldFields struct {
 	byName map[string]oldField
