@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -132,7 +133,7 @@ func (s *Server) serve(c *call, rt *route) {
 			return
 		}
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		s.writeError(c, newError(http.StatusBadRequest, confpay.CodeInvalidRequest, "could not read the request body"))
 		return
@@ -144,7 +145,7 @@ func (s *Server) serve(c *call, rt *route) {
 	c.body = body
 	// A query that does not parse (a ";" separator, a bad "%" escape) is
 	// refused, never read as whatever part of it parsed.
-	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+	if !queryParses(r.URL.RawQuery) {
 		s.writeError(c, errInvalid("query", "the query string does not parse: separate parameters with & and escape with %XX"))
 		return
 	}
@@ -174,6 +175,42 @@ func (s *Server) serve(c *call, rt *route) {
 		return
 	}
 	s.finish(c, rt.h)
+}
+
+// queryParses reports whether a raw query parses (an empty one does, at
+// no cost).
+func queryParses(raw string) bool {
+	if raw == "" {
+		return true
+	}
+	_, err := url.ParseQuery(raw)
+	return err == nil
+}
+
+// readBody reads the request body, at most MaxBodyBytes+1 bytes of it,
+// as io.ReadAll(io.LimitReader(...)) would, but into a buffer sized from
+// Content-Length when the client sent one (up to 64 KiB; a larger body
+// grows it as ReadAll does), so that a small body costs one allocation.
+func readBody(r *http.Request) ([]byte, error) {
+	size := 512 // io.ReadAll's first buffer
+	if n := r.ContentLength; n >= 0 && n < 64<<10 {
+		size = int(n) + 1 // room to see EOF without growing
+	}
+	b := make([]byte, 0, size)
+	lr := io.LimitedReader{R: r.Body, N: MaxBodyBytes + 1}
+	for {
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the larger buffer
+		}
+	}
 }
 
 // discardWriter swallows an answer that will never be sent in full,
@@ -246,11 +283,23 @@ func render(status int, v any) (int, []byte) {
 	if v == nil {
 		return status, nil
 	}
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	buf := renderBuffers.Get().(*bytes.Buffer)
+	defer putRenderBuffer(buf)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		return http.StatusInternalServerError, []byte(`{"code":"internal_error","message":"could not encode the answer"}` + "\n")
 	}
-	return status, buf.Bytes()
+	return status, bytes.Clone(buf.Bytes()) // the answer may be kept for replay: its own copy, of its size
+}
+
+// renderBuffers are render's work buffers.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putRenderBuffer returns buf to the pool, unless a large answer grew it.
+func putRenderBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		buf.Reset()
+		renderBuffers.Put(buf)
+	}
 }
 
 // writeJSON encodes v straight into the answer (the encoder's buffer is

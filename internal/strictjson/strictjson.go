@@ -5,12 +5,14 @@
 // (encoding/json would match "Amount" to "amount" and let the last of two
 // duplicates win).
 //
-// It is a pass over encoding/json's Decoder.Token, driven by the target
-// type's json tags, that hands every accepted member value to
-// encoding/json for the value itself. A failure names the member from the
-// walk's own position (its documented name or dotted path), never from the
-// text of an encoding/json error, so every answer is the same on every Go
-// release.
+// The body is first checked whole with json.Valid, then walked once,
+// driven by the target type's json tags (read once per type and cached).
+// Plain strings, booleans and null are set directly; every other value is
+// handed to encoding/json for the value itself, so an accepted body decodes
+// to exactly what encoding/json makes of it. A failure names the member
+// from the walk's own position (its documented name or dotted path), never
+// from the text of an encoding/json error, so every answer is the same on
+// every Go release.
 package strictjson
 
 import (
@@ -19,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,21 +81,44 @@ func Members(body []byte, names []string) (map[string]json.RawMessage, error) {
 	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return nil, errBody
 	}
-	ms, err := readMembers(body)
-	if err != nil {
-		return nil, err
+	var seen nameSet
+	n := 0
+	for it := (objectIter{b: body}); ; n++ {
+		q, _, ok := it.next()
+		if !ok {
+			break
+		}
+		name := unquote(q)
+		if names != nil && !containsBytes(names, name) {
+			return nil, unknownMember("", string(name), names)
+		}
+		if !seen.add(name) {
+			return nil, &Error{Path: memberPath("", string(name)), Problem: "appears twice"}
+		}
 	}
-	if err := checkNames("", ms, names); err != nil {
-		return nil, err
-	}
-	out := make(map[string]json.RawMessage, len(ms))
-	for _, m := range ms {
-		if err := checkNoDuplicates(m.raw, m.name); err != nil {
+	out := make(map[string]json.RawMessage, n)
+	for it := (objectIter{b: body}); ; {
+		q, val, ok := it.next()
+		if !ok {
+			break
+		}
+		name := string(unquote(q))
+		if err := checkNoDuplicates(val, name); err != nil {
 			return nil, err
 		}
-		out[m.name] = m.raw
+		out[name] = bytes.Clone(val)
 	}
 	return out, nil
+}
+
+// containsBytes reports whether names holds name.
+func containsBytes(names []string, name []byte) bool {
+	for _, n := range names {
+		if n == string(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // trimJSONSpace trims the white space JSON allows around a value (space,
@@ -104,58 +128,177 @@ func trimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\n\r")
 }
 
-// member is one member of an object as sent.
-type member struct {
-	name string
-	raw  json.RawMessage
+// ---- the walk over valid JSON ----
+//
+// Everything below reads text json.Valid has accepted, so it needs no
+// error paths of its own: it only finds where values begin and end.
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
 }
 
-// readMembers reads raw, one valid JSON object, into its members in order.
-func readMembers(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errBody
+// stringEnd returns the index just past the string that opens at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
 	}
-	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errBody
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return nil, errBody
-		}
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, errBody
-		}
-		ms = append(ms, member{name, val})
-	}
-	return ms, nil
+	return i
 }
 
-// checkNames checks an object's member names in order: each must be one of
-// names exactly (unless names is nil: any name) and appear once.
-func checkNames(path string, ms []member, names []string) error {
-	seen := make(map[string]bool, len(ms))
-	for _, m := range ms {
-		if names != nil && !slices.Contains(names, m.name) {
-			return unknownMember(path, m.name, names)
+// valueEnd returns the index just past the value that starts at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
 		}
-		if seen[m.name] {
-			return &Error{Path: memberPath(path, m.name), Problem: "appears twice"}
-		}
-		seen[m.name] = true
+		return i
 	}
-	return nil
+	for i < len(b) && !isSpace(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
 }
+
+// objectIter walks the members of one valid JSON object, b.
+type objectIter struct {
+	b []byte
+	i int // 0 before the first member
+}
+
+// next returns the next member's name as sent (quoted) and its value, or
+// false after the last.
+func (it *objectIter) next() (name, val []byte, ok bool) {
+	i := it.i
+	if i == 0 {
+		i = 1 // past '{'
+	}
+	i = skipSpace(it.b, i)
+	if it.b[i] == ',' {
+		i = skipSpace(it.b, i+1)
+	}
+	if it.b[i] == '}' {
+		it.i = i
+		return nil, nil, false
+	}
+	e := stringEnd(it.b, i)
+	name = it.b[i:e]
+	i = skipSpace(it.b, skipSpace(it.b, e)+1) // past ':'
+	e = valueEnd(it.b, i)
+	it.i = e
+	return name, it.b[i:e], true
+}
+
+// arrayIter walks the elements of one valid JSON array, b.
+type arrayIter struct {
+	b []byte
+	i int // 0 before the first element
+}
+
+// next returns the next element, or false after the last.
+func (it *arrayIter) next() ([]byte, bool) {
+	i := it.i
+	if i == 0 {
+		i = 1 // past '['
+	}
+	i = skipSpace(it.b, i)
+	if it.b[i] == ',' {
+		i = skipSpace(it.b, i+1)
+	}
+	if it.b[i] == ']' {
+		it.i = i
+		return nil, false
+	}
+	e := valueEnd(it.b, i)
+	it.i = e
+	return it.b[i:e], true
+}
+
+// plainText reports whether the inside of a JSON string reads as itself:
+// no escape, and valid UTF-8 (encoding/json replaces invalid bytes).
+func plainText(s []byte) bool {
+	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
+}
+
+// unquote returns the text of q, one valid JSON string, as encoding/json
+// reads it: the bytes themselves when they are plain, else encoding/json's
+// own reading (escapes, and U+FFFD for invalid UTF-8).
+func unquote(q []byte) []byte {
+	if s := q[1 : len(q)-1]; plainText(s) {
+		return s
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // cannot fail: q is a valid JSON string
+	return []byte(s)
+}
+
+// nameSet is the set of member names an object has given so far.
+type nameSet struct {
+	few  [8][]byte
+	n    int
+	many map[string]struct{}
+}
+
+// add adds name, reporting false when it was there already.
+func (s *nameSet) add(name []byte) bool {
+	if s.many != nil {
+		if _, ok := s.many[string(name)]; ok {
+			return false
+		}
+		s.many[string(name)] = struct{}{}
+		return true
+	}
+	for _, n := range s.few[:s.n] {
+		if bytes.Equal(n, name) {
+			return false
+		}
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = name
+		s.n++
+		return true
+	}
+	s.many = make(map[string]struct{}, 2*len(s.few))
+	for _, n := range s.few {
+		s.many[string(n)] = struct{}{}
+	}
+	s.many[string(name)] = struct{}{}
+	return true
+}
+
+// ---- decoding into the target ----
 
 // decodeValue decodes raw, one valid JSON value, into dst (settable).
 func decodeValue(raw []byte, path string, dst reflect.Value) error {
 	t := dst.Type()
-	if string(raw) == "null" || custom(t) {
-		return leaf(raw, path, dst)
+	ti := infoOf(t)
+	if ti.custom || isNull(raw) {
+		return leaf(raw, path, dst, ti)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -164,7 +307,7 @@ func decodeValue(raw []byte, path string, dst reflect.Value) error {
 		}
 		return decodeStruct(raw, path, dst)
 	case reflect.Pointer:
-		if !deep(t, nil) {
+		if !ti.deep {
 			break
 		}
 		v := reflect.New(t.Elem())
@@ -174,76 +317,120 @@ func decodeValue(raw []byte, path string, dst reflect.Value) error {
 		dst.Set(v)
 		return nil
 	case reflect.Slice:
-		if !deep(t, nil) {
+		if !ti.deep {
 			break
 		}
 		if raw[0] != '[' {
 			return wrongType(path)
 		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return errBody
+		n := 0
+		for it := (arrayIter{b: raw}); ; n++ {
+			if _, ok := it.next(); !ok {
+				break
+			}
 		}
-		s := reflect.MakeSlice(t, len(items), len(items))
-		for i, it := range items {
-			if err := decodeValue(it, path+"["+strconv.Itoa(i)+"]", s.Index(i)); err != nil {
+		s := reflect.MakeSlice(t, n, n)
+		it := arrayIter{b: raw}
+		for i := range n {
+			item, _ := it.next()
+			if err := decodeValue(item, path+"["+strconv.Itoa(i)+"]", s.Index(i)); err != nil {
 				return err
 			}
 		}
 		dst.Set(s)
 		return nil
 	case reflect.Map:
-		if !deep(t, nil) || t.Key().Kind() != reflect.String || custom(t.Key()) {
+		if !ti.deep || !ti.stringKey {
 			break
 		}
 		if raw[0] != '{' {
 			return wrongType(path)
 		}
-		ms, err := readMembers(raw)
-		if err != nil {
-			return err
+		var seen nameSet
+		n := 0
+		for it := (objectIter{b: raw}); ; n++ {
+			q, _, ok := it.next()
+			if !ok {
+				break
+			}
+			if name := unquote(q); !seen.add(name) {
+				return &Error{Path: memberPath(path, string(name)), Problem: "appears twice"}
+			}
 		}
-		if err := checkNames(path, ms, nil); err != nil {
-			return err
-		}
-		m := reflect.MakeMapWithSize(t, len(ms))
-		for _, mb := range ms {
+		m := reflect.MakeMapWithSize(t, n)
+		for it := (objectIter{b: raw}); ; {
+			q, val, ok := it.next()
+			if !ok {
+				break
+			}
+			name := string(unquote(q))
 			v := reflect.New(t.Elem()).Elem()
-			if err := decodeValue(mb.raw, memberPath(path, mb.name), v); err != nil {
+			if err := decodeValue(val, memberPath(path, name), v); err != nil {
 				return err
 			}
-			m.SetMapIndex(reflect.ValueOf(mb.name).Convert(t.Key()), v)
+			m.SetMapIndex(reflect.ValueOf(name).Convert(t.Key()), v)
 		}
 		dst.Set(m)
 		return nil
 	}
-	return leaf(raw, path, dst)
+	return leaf(raw, path, dst, ti)
 }
 
-// deep reports whether values of t hold a struct that is read member by
-// member (so encoding/json must not read them as a whole).
-func deep(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if custom(t) || seen[t] {
-		return false
+// isNull reports whether raw is the literal null.
+func isNull(raw []byte) bool { return string(raw) == "null" }
+
+// decodeStruct reads raw, one JSON object, into the struct dst: every
+// member name is checked first, in order, then every value decoded.
+func decodeStruct(raw []byte, path string, dst reflect.Value) error {
+	fs := fieldsOf(dst.Type())
+	var few [32]bool
+	var seen []bool
+	if n := len(fs.names); n <= len(few) {
+		seen = few[:n]
+	} else {
+		seen = make([]bool, n)
 	}
-	switch t.Kind() {
-	case reflect.Struct:
-		return true
-	case reflect.Pointer, reflect.Slice, reflect.Map:
-		if seen == nil {
-			seen = map[reflect.Type]bool{}
+	for it := (objectIter{b: raw}); ; {
+		q, _, ok := it.next()
+		if !ok {
+			break
 		}
-		seen[t] = true
-		return deep(t.Elem(), seen)
+		name := unquote(q)
+		f, ok := fs.byName[string(name)]
+		if !ok {
+			return unknownMember(path, string(name), fs.names)
+		}
+		if seen[f.pos] {
+			return &Error{Path: memberPath(path, string(name)), Problem: "appears twice"}
+		}
+		seen[f.pos] = true
 	}
-	return false
+	for it := (objectIter{b: raw}); ; {
+		q, val, ok := it.next()
+		if !ok {
+			break
+		}
+		f := fs.byName[string(unquote(q))]
+		fv, err := fieldByIndex(dst, f.index)
+		if err != nil {
+			return err
+		}
+		// The name as sent is exactly the documented one.
+		if err := decodeValue(val, join(path, fs.names[f.pos]), fv); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaf decodes a value encoding/json reads as a whole, after checking that
 // no object inside it repeats a name. Any failure names path.
-func leaf(raw []byte, path string, dst reflect.Value) error {
+func leaf(raw []byte, path string, dst reflect.Value, ti *typeInfo) error {
 	if err := checkNoDuplicates(raw, path); err != nil {
 		return err
+	}
+	if setDirect(raw, dst, ti) {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -253,34 +440,82 @@ func leaf(raw []byte, path string, dst reflect.Value) error {
 	return nil
 }
 
+// setDirect sets dst from raw where the result is plainly what
+// encoding/json would make of it, reporting false (dst untouched) for
+// anything else: null into a value of a kind without custom decoding, a
+// plain string into a string, true or false into a bool, and those through
+// an unnamed pointer.
+func setDirect(raw []byte, dst reflect.Value, ti *typeInfo) bool {
+	if ti.custom || !dst.CanSet() {
+		return false
+	}
+	if isNull(raw) {
+		switch ti.kind {
+		case reflect.String, reflect.Bool:
+			return true // encoding/json leaves the value as it is
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			if ti.kind == reflect.Pointer && ti.named {
+				return false
+			}
+			dst.SetZero()
+			return true
+		}
+		return false
+	}
+	switch ti.kind {
+	case reflect.String, reflect.Bool:
+		return setScalar(raw, dst, ti)
+	case reflect.Pointer:
+		if ti.named || ti.elem == nil {
+			return false
+		}
+		if !dst.IsNil() {
+			return setScalar(raw, dst.Elem(), ti.elem)
+		}
+		v := reflect.New(dst.Type().Elem())
+		if !setScalar(raw, v.Elem(), ti.elem) {
+			return false
+		}
+		dst.Set(v)
+		return true
+	}
+	return false
+}
+
+// setScalar sets dst, a string or a bool without custom decoding (not a
+// json.Number), from raw when it is a plain string or a boolean literal of
+// the matching kind.
+func setScalar(raw []byte, dst reflect.Value, ti *typeInfo) bool {
+	switch ti.kind {
+	case reflect.String:
+		if ti.number || raw[0] != '"' {
+			return false
+		}
+		s := raw[1 : len(raw)-1]
+		if !plainText(s) {
+			return false
+		}
+		dst.SetString(string(s))
+		return true
+	case reflect.Bool:
+		switch string(raw) {
+		case "true":
+			dst.SetBool(true)
+			return true
+		case "false":
+			dst.SetBool(false)
+			return true
+		}
+	}
+	return false
+}
+
 // wrongType is the error for a value of the wrong JSON type at path.
 func wrongType(path string) *Error {
 	if path == "" {
 		return errBody
 	}
 	return &Error{Path: path, Problem: "has the wrong type or an invalid value"}
-}
-
-// decodeStruct reads raw, one JSON object, into the struct dst.
-func decodeStruct(raw []byte, path string, dst reflect.Value) error {
-	fs := fieldsOf(dst.Type())
-	ms, err := readMembers(raw)
-	if err != nil {
-		return err
-	}
-	if err := checkNames(path, ms, fs.names); err != nil {
-		return err
-	}
-	for _, m := range ms {
-		fv, err := fieldByIndex(dst, fs.byName[m.name].index)
-		if err != nil {
-			return err
-		}
-		if err := decodeValue(m.raw, join(path, m.name), fv); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // unknownMember is the error for a member name that is not documented: a
@@ -329,63 +564,149 @@ func join(path, name string) string {
 }
 
 // checkNoDuplicates refuses a valid JSON value in which some object gives
-// a member name twice, naming the member's path.
+// a member name twice, naming the member's path. It reads the value once,
+// in order, each name checked before its value is entered.
 func checkNoDuplicates(raw []byte, path string) error {
-	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+	if raw[0] != '{' && raw[0] != '[' {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // Token would parse numbers as float64, and fail on 1e400
-	return scanValue(dec, path)
+	_, err := scanDuplicates(raw, 0, &pathNode{base: path, index: -1})
+	return err
 }
 
-// scanValue reads one value from dec, refusing repeated names in any
-// object.
-func scanValue(dec *json.Decoder, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return errBody
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return errBody
+// scanDuplicates reads the value at b[i], refusing repeated names in any
+// object, and returns the index just past it.
+func scanDuplicates(b []byte, i int, at *pathNode) (int, error) {
+	switch b[i] {
+	case '{':
+		var seen nameSet
+		i = skipSpace(b, i+1)
+		for b[i] != '}' {
+			e := stringEnd(b, i)
+			name := unquote(b[i:e])
+			if !seen.add(name) {
+				return 0, &Error{Path: (&pathNode{parent: at, name: name, index: -1}).String(), Problem: "appears twice"}
 			}
-			name, ok := k.(string)
-			if !ok {
-				return errBody
+			i = skipSpace(b, skipSpace(b, e)+1) // past ':'
+			var err error
+			if i, err = scanInside(b, i, at, name, -1); err != nil {
+				return 0, err
 			}
-			if seen[name] {
-				return &Error{Path: memberPath(path, name), Problem: "appears twice"}
-			}
-			seen[name] = true
-			if err := scanValue(dec, memberPath(path, name)); err != nil {
-				return err
+			if i = skipSpace(b, i); b[i] == ',' {
+				i = skipSpace(b, i+1)
 			}
 		}
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if err := scanValue(dec, path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
+		return i + 1, nil
+	case '[':
+		i = skipSpace(b, i+1)
+		for n := 0; b[i] != ']'; n++ {
+			var err error
+			if i, err = scanInside(b, i, at, nil, n); err != nil {
+				return 0, err
+			}
+			if i = skipSpace(b, i); b[i] == ',' {
+				i = skipSpace(b, i+1)
 			}
 		}
-	default:
-		return nil
+		return i + 1, nil
 	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return errBody
+	return valueEnd(b, i), nil
+}
+
+// scanInside is scanDuplicates for the member name (index -1) or the
+// element index of at that starts at b[i]; a plain value is stepped over
+// without a place of its own.
+func scanInside(b []byte, i int, at *pathNode, name []byte, index int) (int, error) {
+	if b[i] != '{' && b[i] != '[' {
+		return valueEnd(b, i), nil
 	}
-	return nil
+	return scanDuplicates(b, i, &pathNode{parent: at, name: name, index: index})
+}
+
+// pathNode is a place inside a value, spelt out only when an error names
+// it: the value's own path at the root, else a member (name) or an element
+// (index) of its parent.
+type pathNode struct {
+	parent *pathNode
+	base   string
+	name   []byte
+	index  int // -1 for a member
+}
+
+// String is the path of the place, as memberPath and "[i]" spell it.
+func (p *pathNode) String() string {
+	if p.parent == nil {
+		return p.base
+	}
+	s := p.parent.String()
+	if p.index >= 0 {
+		return s + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return memberPath(s, string(p.name))
 }
 
 // ---- the target types ----
 
+// typeInfo is what the walk needs to know of a type, worked out once.
+type typeInfo struct {
+	custom    bool         // decodes itself (json.Unmarshaler, encoding.TextUnmarshaler)
+	deep      bool         // holds a struct read member by member
+	stringKey bool         // a map whose key is a string kind without custom decoding
+	kind      reflect.Kind // the type's kind
+	named     bool         // the type has a name
+	number    bool         // json.Number
+	elem      *typeInfo    // an unnamed pointer's element, when a string or bool kind
+}
+
+var infoCache sync.Map // reflect.Type -> *typeInfo
+
+// infoOf returns what the walk needs to know of t.
+func infoOf(t reflect.Type) *typeInfo {
+	if ti, ok := infoCache.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	ti := &typeInfo{
+		custom: custom(t),
+		deep:   deep(t, nil),
+		kind:   t.Kind(),
+		named:  t.Name() != "",
+		number: t == numberType,
+	}
+	if t.Kind() == reflect.Map {
+		ti.stringKey = t.Key().Kind() == reflect.String && !custom(t.Key())
+	}
+	if t.Kind() == reflect.Pointer && !ti.named {
+		if e := t.Elem(); (e.Kind() == reflect.String || e.Kind() == reflect.Bool) && !custom(e) {
+			ti.elem = infoOf(e)
+		}
+	}
+	got, _ := infoCache.LoadOrStore(t, ti)
+	return got.(*typeInfo)
+}
+
+// deep reports whether values of t hold a struct that is read member by
+// member (so encoding/json must not read them as a whole).
+func deep(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if custom(t) || seen[t] {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Map:
+		if seen == nil {
+			seen = map[reflect.Type]bool{}
+		}
+		seen[t] = true
+		return deep(t.Elem(), seen)
+	}
+	return false
+}
+
 // field is a struct field a member decodes into.
 type field struct {
 	index []int
+	pos   int // the member's place in fields.names
 }
 
 // fields are a struct type's members by exact name, and the names in
@@ -434,11 +755,14 @@ func fieldsOf(t reflect.Type) *fields {
 		if d, ok := depth[name]; ok && d <= len(sf.Index) {
 			continue
 		}
-		if _, ok := depth[name]; !ok {
+		pos := len(fs.names)
+		if _, ok := depth[name]; ok {
+			pos = fs.byName[name].pos
+		} else {
 			fs.names = append(fs.names, name)
 		}
 		depth[name] = len(sf.Index)
-		fs.byName[name] = field{index: sf.Index}
+		fs.byName[name] = field{index: sf.Index, pos: pos}
 	}
 	got, _ := fieldCache.LoadOrStore(t, fs)
 	return got.(*fields)
@@ -464,6 +788,7 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, error) {
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType          = reflect.TypeFor[json.Number]()
 )
 
 // custom reports whether t decodes itself (json.RawMessage included).

@@ -163,12 +163,14 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	st.expire(now)
 	st.compact()
 	s := scope{owner, key}
-	if e := st.entries[s]; e != nil && now.Sub(e.created) >= TTL {
+	e := st.entries[s]
+	if e != nil && now.Sub(e.created) >= TTL {
 		// Expired, though expire stopped at a younger entry before it in
 		// the order (the clock was set back in between).
 		st.drop(e)
+		e = nil
 	}
-	if e := st.entries[s]; e != nil {
+	if e != nil {
 		switch {
 		case e.fp != fp:
 			return nil, Reused, Answer{}, time.Time{}
@@ -187,7 +189,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		}
 		return nil, Full, Answer{}, retry
 	}
-	e := &Entry{owner: owner, key: key, fp: fp, created: now}
+	e = &Entry{owner: owner, key: key, fp: fp, created: now}
 	st.entries[s] = e
 	st.owned[owner]++
 	st.order = append(st.order, e)

@@ -14,24 +14,47 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-var (
-	handleRE      = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}$`)
-	agentNameRE   = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-	agentHandleRE = regexp.MustCompile(`^@[A-Za-z0-9_]{3,20}/[A-Za-z0-9_-]{1,32}$`)
-	domainRE      = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
-)
+var domainRE = regexp.MustCompile(`^(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.(?i:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?))+$`)
 
 // IsHandle reports whether s is an account handle: "@" then 3 to 20 of
 // A-Z a-z 0-9 _. Handles are unique ignoring case.
-func IsHandle(s string) bool { return handleRE.MatchString(s) }
+func IsHandle(s string) bool {
+	return len(s) >= 1+3 && len(s) <= 1+20 && s[0] == '@' && all(s[1:], handleChar)
+}
 
 // IsAgentName reports whether s is a new agent's name: 1 to 32 of a-z 0-9
 // _ -. The agent's handle is its owner's handle, "/", and the name.
-func IsAgentName(s string) bool { return agentNameRE.MatchString(s) }
+func IsAgentName(s string) bool {
+	return len(s) >= 1 && len(s) <= 32 && all(s, func(c byte) bool { return lower(c) || digit(c) || c == '_' || c == '-' })
+}
 
 // IsAgentHandle reports whether s is an agent handle, "@owner/name", in
 // any case (a recipient may write it so).
-func IsAgentHandle(s string) bool { return agentHandleRE.MatchString(s) }
+func IsAgentHandle(s string) bool {
+	owner, name, ok := strings.Cut(s, "/")
+	return ok && IsHandle(owner) && len(name) >= 1 && len(name) <= 32 &&
+		all(name, func(c byte) bool { return handleChar(c) || c == '-' })
+}
+
+// The grammar above is written out by hand (a regular expression costs a
+// transfer about 1 % of its time); grammar_fuzz_test.go checks it against
+// the expressions it replaces.
+
+// all reports whether every byte of s is ok.
+func all(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) bool { return 'a' <= c && c <= 'z' }
+func digit(c byte) bool { return '0' <= c && c <= '9' }
+
+// handleChar is A-Z a-z 0-9 _.
+func handleChar(c byte) bool { return lower(c) || ('A' <= c && c <= 'Z') || digit(c) || c == '_' }
 
 // IsDomain reports whether s is a DNS name of at least two labels, each 1
 // to 63 of letters, digits and inner hyphens, 253 bytes in all at most.
@@ -67,26 +90,42 @@ const (
 
 // NewID returns prefix (such as "req_" or "whk_") and 20 random characters
 // of LowerAlnum.
-func NewID(prefix string) string { return prefix + Random(LowerAlnum, 20) }
+func NewID(prefix string) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + 20)
+	b.WriteString(prefix)
+	appendRandom(&b, LowerAlnum, 20)
+	return b.String()
+}
 
 // Random returns n characters drawn uniformly from alphabet (at most 256
 // characters) with crypto/rand, for ids and secrets.
 func Random(alphabet string, n int) string {
-	b := make([]byte, n)
-	buf := make([]byte, n*2)
+	var b strings.Builder
+	b.Grow(n)
+	appendRandom(&b, alphabet, n)
+	return b.String()
+}
+
+// appendRandom writes n characters drawn uniformly from alphabet to b:
+// random bytes at or past the largest multiple of len(alphabet) are
+// skipped, so that every character is as likely. The random bytes are
+// read into a buffer on the stack (an id costs one allocation, its text).
+func appendRandom(b *strings.Builder, alphabet string, n int) {
 	limit := 256 - 256%len(alphabet)
+	var buf [64]byte
+	chunk := buf[:min(2*n, len(buf))]
 	for i := 0; i < n; {
-		_, _ = rand.Read(buf) // never fails (crypto/rand, Go 1.24 and later)
-		for _, x := range buf {
+		_, _ = rand.Read(chunk) // never fails (crypto/rand, Go 1.24 and later)
+		for _, x := range chunk {
 			if int(x) >= limit {
 				continue
 			}
-			b[i] = alphabet[int(x)%len(alphabet)]
+			b.WriteByte(alphabet[int(x)%len(alphabet)])
 			i++
 			if i == n {
 				break
 			}
 		}
 	}
-	return string(b)
 }
