@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -13,7 +14,8 @@ import (
 // net/http would otherwise read up to 256 KiB of an unread body after the
 // handler returns, to reuse the connection, and wait for it as long as the
 // client takes; so when a body may follow, the answer is sent whole
-// (Content-Length, "Connection: close") and the connection closed at once.
+// (Content-Length, "Connection: close") and the connection handed to
+// lingerClose.
 // Where the connection cannot be taken over (HTTP/2), the answer goes out
 // the ordinary way.
 func (s *Server) refuseUnread(c *call, err error) {
@@ -33,8 +35,31 @@ func (s *Server) refuseUnread(c *call, err error) {
 		return
 	}
 	if conn, _, err := rc.Hijack(); err == nil {
-		_ = conn.Close()
+		go lingerClose(conn)
 	}
+}
+
+// lingerTime is how long lingerClose discards what a refused client still
+// sends (net/http waits as long before its own closes, for the same
+// reason).
+const lingerTime = 500 * time.Millisecond
+
+// lingerClose closes a connection whose client may still be sending a body
+// the server will not read. Closing a socket with unread data makes the
+// kernel reset the connection, and a reset can destroy the answer before
+// the client reads it: the client then sees "connection reset by peer"
+// instead of the 401. So the server's side is ended first (the client
+// reads the whole answer, then EOF), and what the client still sends is
+// read and thrown away, at most MaxBodyBytes of it for at most lingerTime,
+// before the connection is closed. Nothing read is kept.
+func lingerClose(conn net.Conn) {
+	stop := time.AfterFunc(lingerTime, func() { _ = conn.Close() })
+	defer stop.Stop()
+	defer conn.Close()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(conn, MaxBodyBytes+1))
 }
 
 // liftWriteTimeout removes the server's write deadline (http.Server's
