@@ -3,6 +3,9 @@ package confpay
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
+	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -554,5 +557,47 @@ func TestSilentByDefault(t *testing.T) {
 	}
 	if slogBuf.Len() != 0 || logBuf.Len() != 0 {
 		t.Errorf("default logging: slog %q, log %q", slogBuf.String(), logBuf.String())
+	}
+}
+
+// TestSecretRedactedInEveryEncoding: a Secret, alone or inside a struct, a
+// slice or a map value, encodes as REDACTED with encoding/json, encoding/xml,
+// encoding/gob and slog's JSON handler (which encodes a struct without
+// LogValue as JSON). Decoding still reads the real value: answers carry
+// secrets.
+func TestSecretRedactedInEveryEncoding(t *testing.T) {
+	const clear = "whsec_4eC39HqLyjWDarjtT1zdp7dcAbCdEfGh"
+	type holder struct {
+		S Secret
+		W Webhook
+	}
+	wh := Webhook{WebhookID: "wh_1", Secret: clear}
+	values := []any{Secret(clear), holder{S: clear, W: wh}, []Webhook{wh}, map[string]Secret{"k": clear}}
+	var out bytes.Buffer
+	for _, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("json.Marshal(%T): %v", v, err)
+		}
+		out.Write(b)
+		out.WriteString(slogLine(v))
+		if err := gob.NewEncoder(&out).Encode(v); err != nil {
+			t.Fatalf("gob of %T: %v", v, err)
+		}
+	}
+	b, err := xml.Marshal(holder{S: clear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write(b)
+	if strings.Contains(out.String(), "4eC39Hq") {
+		t.Errorf("a secret was encoded in clear:\n%q", out.String())
+	}
+	if !strings.Contains(out.String(), `"S":"REDACTED"`) {
+		t.Errorf("no REDACTED in place of the secret:\n%q", out.String())
+	}
+	var got Webhook
+	if err := json.Unmarshal([]byte(`{"webhook_id":"wh_1","secret":"`+clear+`"}`), &got); err != nil || got.Secret.Reveal() != clear {
+		t.Errorf("decoding an answer's secret: %v, match %v", err, got.Secret.Reveal() == clear)
 	}
 }

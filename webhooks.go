@@ -12,10 +12,16 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// Secret is a webhook signing secret. It prints as REDACTED in fmt and slog
-// output; use Reveal to read it. JSON encoding writes the real value, so a
-// struct holding a Secret that is encoded as JSON (by slog's JSON handler,
-// say) shows it unless the struct redacts itself, as Webhook does.
+// Secret is a secret string: a webhook signing secret, and in fakeserver an
+// API key or a decryption key. Use Reveal to read it. Everything else
+// shows REDACTED in its place, in every encoding: fmt's verbs, slog's text
+// and JSON handlers, encoding/json and encoding/xml (MarshalJSON,
+// MarshalText) and encoding/gob, whether the Secret stands alone or sits
+// in a struct, a slice or a map value (encoding/json writes a map key of a
+// string type as it is: never key a map by a Secret). So a struct holding one can be logged or
+// encoded by accident without showing it; to store a secret, store
+// Reveal's string. Decoding JSON into a Secret reads the real value (an
+// answer's secret).
 type Secret string
 
 // Reveal returns the secret itself.
@@ -32,6 +38,16 @@ func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("REDACTED"))
 
 // LogValue keeps the secret out of slog output.
 func (s Secret) LogValue() slog.Value { return slog.StringValue("REDACTED") }
+
+// MarshalJSON encodes the redacted placeholder, never the secret.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"REDACTED"`), nil }
+
+// MarshalText encodes the redacted placeholder, never the secret
+// (encoding/xml and JSON map keys use it).
+func (s Secret) MarshalText() ([]byte, error) { return []byte("REDACTED"), nil }
+
+// GobEncode encodes the redacted placeholder, never the secret.
+func (s Secret) GobEncode() ([]byte, error) { return []byte("REDACTED"), nil }
 
 // WebhookCreateParams is the body of POST /v1/webhooks.
 type WebhookCreateParams struct {

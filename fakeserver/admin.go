@@ -67,7 +67,7 @@ func (s *Server) adminCreateAccount(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, info, nil
+	return http.StatusCreated, accountInfoAnswer(info), nil
 }
 
 func (s *Server) adminGetAccount(c *call) (int, any, error) {
@@ -149,7 +149,7 @@ func (s *Server) adminIssueKey(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, k, nil
+	return http.StatusCreated, newKeyAnswer(*k), nil
 }
 
 func (s *Server) adminListKeys(c *call) (int, any, error) {

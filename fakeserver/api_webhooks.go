@@ -156,8 +156,17 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 		return 0, nil, hooksError(err)
 	}
 	w.Secret = secret
-	return http.StatusCreated, w, nil
+	return http.StatusCreated, webhookAnswer(w), nil
 }
+
+// webhookJSON is a subscription as POST /v1/webhooks answers it, with its
+// secret, shown this once.
+type webhookJSON struct {
+	*confpay.Webhook
+	Secret string `json:"secret,omitempty"`
+}
+
+func webhookAnswer(w *confpay.Webhook) webhookJSON { return webhookJSON{w, w.Secret.Reveal()} }
 
 // handleListWebhooks answers GET /v1/webhooks
 func (s *Server) handleListWebhooks(c *call) (int, any, error) {

@@ -209,9 +209,9 @@ func (a AccountInfo) GoString() string { return a.String() }
 func (a AccountInfo) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, a.String()) }
 
 // LogValue is what log/slog writes for an AccountInfo, with text and JSON
-// handlers alike: its public fields, never a key. (JSON encoding is the
-// admin interface's answer and carries the keys; slog never uses it for a
-// value that has LogValue.)
+// handlers alike: its public fields, never a key. (Its JSON encoding shows
+// REDACTED for each key, as confpay.Secret does; the admin interface's
+// answer is a mirror that holds them.)
 func (a AccountInfo) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("account_id", a.AccountID), slog.String("handle", a.Handle),

@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,9 +12,11 @@ import (
 	"github.com/confpay/confpay-go/fakeserver"
 )
 
-// TestSecretsNeverPrinted: an AccountInfo, a NewKey and the SDK's
-// TransferCreateParams printed with fmt, or logged with slog's text and
-// JSON handlers, never show a key, an amount or a memo.
+// TestSecretsNeverPrinted: an AccountInfo, a NewKey, an AgentInfo, what a
+// seed created and the SDK's TransferCreateParams, alone or inside a
+// slice or a struct, printed with fmt, logged with slog's text and JSON
+// handlers or encoded with encoding/json, never show a key, an amount or a
+// memo.
 func TestSecretsNeverPrinted(t *testing.T) {
 	srv := fakeserver.New(t)
 	info, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
@@ -33,6 +36,32 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 	for _, h := range []slog.Handler{slog.NewJSONHandler(&out, nil), slog.NewTextHandler(&out, nil)} {
 		slog.New(h).Info("made", "info", *info, "info_ptr", info, "key", key, "params", params, "params_ptr", &params)
+	}
+	// What holds them: a seed's result, a slice, a struct, an agent, the
+	// answer the binary prints; with slog's JSON handler and encoding/json.
+	seeded := srv.Seed(t, &fakeserver.Seed{
+		Accounts: []fakeserver.SeedAccount{{Handle: "@carol", GenerateEncryptionKey: true}},
+		Agents:   []fakeserver.SeedAgent{{Owner: "@carol", Name: "buyer", SpendPolicy: json.RawMessage(`{"daily_limit_usdg":50,"per_transaction_limit_usdg":10}`)}},
+	})
+	agent := seeded.Agent("@carol/buyer")
+	carol := seeded.Account("@carol")
+	secrets = append(secrets, carol.TestKey.Reveal(), carol.LiveKey.Reveal(), carol.DecryptionKey.Reveal(), agent.TestKey.Reveal(), agent.LiveKey.Reveal())
+	holder := struct {
+		Info  fakeserver.AccountInfo
+		Agent *fakeserver.AgentInfo
+	}{*info, agent}
+	answer := fakeserver.SeededAnswer{URL: srv.URL(), Seeded: seeded}
+	for _, v := range []any{seeded, []fakeserver.AccountInfo{*info}, []*fakeserver.AccountInfo{info}, holder, agent, *agent, []fakeserver.NewKey{*key}, answer} {
+		slog.New(slog.NewJSONHandler(&out, nil)).Info("made", "v", v)
+		fmt.Fprintf(&out, "%v %+v %#v\n", v, v, v)
+		if _, ok := v.(fakeserver.SeededAnswer); ok {
+			continue // its JSON encoding is the one that hands the keys over
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("json.Marshal(%T): %v", v, err)
+		}
+		out.Write(b)
 	}
 	for _, s := range secrets {
 		if strings.Contains(out.String(), s) {

@@ -189,6 +189,101 @@ type Seeded struct {
 	Agents   []*AgentInfo   `json:"agents,omitempty"`
 }
 
+// ---- answers that hand a secret over ----
+
+// A confpay.Secret encodes as REDACTED, so that a struct holding one never
+// shows it by accident (in a log, say). The answers below are the places
+// where a secret is handed to whoever asked for it: each mirrors its type
+// with the secrets as plain strings (a field of the outer struct hides the
+// embedded one of the same JSON name), and only the handlers and
+// SeededAnswer encode them. (POST /v1/webhooks's is in api_webhooks.go.)
+
+// newKeyJSON is a NewKey as POST /_fake/accounts/{account}/keys answers it.
+type newKeyJSON struct {
+	NewKey
+	APIKey string `json:"api_key"`
+}
+
+func newKeyAnswer(k NewKey) newKeyJSON { return newKeyJSON{k, k.APIKey.Reveal()} }
+
+// accountInfoJSON is an AccountInfo as POST /_fake/accounts answers it.
+type accountInfoJSON struct {
+	AccountInfo
+	DecryptionKey string `json:"decryption_key,omitempty"`
+	TestKey       string `json:"test_key"`
+	LiveKey       string `json:"live_key"`
+}
+
+func accountInfoAnswer(a *AccountInfo) accountInfoJSON {
+	return accountInfoJSON{*a, a.DecryptionKey.Reveal(), a.TestKey.Reveal(), a.LiveKey.Reveal()}
+}
+
+// agentInfoJSON is an AgentInfo as a seed's answer shows it.
+type agentInfoJSON struct {
+	AgentInfo
+	TestKey string       `json:"test_key,omitempty"`
+	LiveKey string       `json:"live_key,omitempty"`
+	Keys    []newKeyJSON `json:"keys"`
+}
+
+func agentInfoAnswer(a *AgentInfo) agentInfoJSON {
+	out := agentInfoJSON{AgentInfo: *a, TestKey: a.TestKey.Reveal(), LiveKey: a.LiveKey.Reveal(), Keys: make([]newKeyJSON, len(a.Keys))}
+	for i, k := range a.Keys {
+		out.Keys[i] = newKeyAnswer(k)
+	}
+	return out
+}
+
+// SeededAnswer is what a seed created, as it is handed to whoever must
+// receive the keys: its JSON encoding holds the API and decryption keys in
+// clear, where Seeded's shows REDACTED in their place (see
+// confpay.Secret). POST /_fake/reset?to=seed answers one, and the binary
+// prints one, with its URL, when it starts. Printed with fmt or logged
+// with slog, it shows no key.
+type SeededAnswer struct {
+	// URL is the server's base URL, left out of the JSON when empty.
+	URL string
+	// Seeded is what the seed created.
+	Seeded *Seeded
+}
+
+// MarshalJSON encodes the answer with the keys in clear:
+// {"url":…,"accounts":[…],"agents":[…]}.
+func (a SeededAnswer) MarshalJSON() ([]byte, error) {
+	out := struct {
+		URL      string            `json:"url,omitempty"`
+		Accounts []accountInfoJSON `json:"accounts"`
+		Agents   []agentInfoJSON   `json:"agents,omitempty"`
+	}{URL: a.URL, Accounts: []accountInfoJSON{}}
+	if a.Seeded != nil {
+		for _, x := range a.Seeded.Accounts {
+			out.Accounts = append(out.Accounts, accountInfoAnswer(x))
+		}
+		for _, x := range a.Seeded.Agents {
+			out.Agents = append(out.Agents, agentInfoAnswer(x))
+		}
+	}
+	return json.Marshal(out)
+}
+
+// String describes the answer without its keys.
+func (a SeededAnswer) String() string {
+	n, m := 0, 0
+	if a.Seeded != nil {
+		n, m = len(a.Seeded.Accounts), len(a.Seeded.Agents)
+	}
+	return fmt.Sprintf("fakeserver.SeededAnswer{%s, %d accounts, %d agents, keys REDACTED}", a.URL, n, m)
+}
+
+// GoString is String.
+func (a SeededAnswer) GoString() string { return a.String() }
+
+// Format prints String for every verb.
+func (a SeededAnswer) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, a.String()) }
+
+// LogValue is what log/slog writes for a SeededAnswer: never a key.
+func (a SeededAnswer) LogValue() slog.Value { return slog.StringValue(a.String()) }
+
 // Account returns the seeded account with this handle (any case), or nil.
 func (sd *Seeded) Account(handle string) *AccountInfo {
 	for _, a := range sd.Accounts {
@@ -503,5 +598,5 @@ func (s *Server) seedAnswer() (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, SeededAnswer{Seeded: out}, nil
 }

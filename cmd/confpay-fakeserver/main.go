@@ -85,19 +85,6 @@ func main() {
 // shell history and process listings).
 const adminTokenEnv = "CONFPAY_FAKESERVER_ADMIN_TOKEN"
 
-// started is the line printed on start: the base URL and what the seed
-// created (fakeserver.Seeded).
-type started struct {
-	URL      string                    `json:"url"`
-	Accounts []*fakeserver.AccountInfo `json:"accounts"`
-	Agents   []*fakeserver.AgentInfo   `json:"agents,omitempty"`
-}
-
-// startedWith is the start line for what a seed created.
-func startedWith(url string, sd *fakeserver.Seeded) started {
-	return started{URL: url, Accounts: sd.Accounts, Agents: sd.Agents}
-}
-
 // config is what the flags set.
 type config struct {
 	addr, seedPath, adminToken string
@@ -186,7 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !cfg.virtual {
 		opts = append(opts, fakeserver.WithRealClock())
 	}
-	out := started{Accounts: []*fakeserver.AccountInfo{}}
+	// The start line: the base URL and what the seed created, keys in
+	// clear (fakeserver.SeededAnswer).
+	out := fakeserver.SeededAnswer{Seeded: &fakeserver.Seeded{}}
 	if seed != nil {
 		// POST /_fake/reset?to=seed answers with the start line anew.
 		opts = append(opts, fakeserver.WithResetSeed(func(srv *fakeserver.Server) (any, error) {
@@ -194,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return nil, err
 			}
-			return startedWith(out.URL, sd), nil
+			return fakeserver.SeededAnswer{URL: out.URL, Seeded: sd}, nil
 		}))
 	}
 	srv := fakeserver.NewUnstartedServer(opts...)
@@ -204,7 +193,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
 		}
-		out = startedWith("", sd)
+		out.Seeded = sd
 	}
 
 	ln, err := net.Listen("tcp", cfg.addr)

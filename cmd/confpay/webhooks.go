@@ -82,8 +82,11 @@ Event kinds: ` + strings.Join(webhookverify.Kinds(), ", ") + `.`,
 				}
 				w.Secret = ""
 			}
-			if a.jsonOut {
-				return a.printJSON(w)
+			if a.jsonOut { // a Secret encodes as REDACTED: the answer shows it
+				return a.printJSON(struct {
+					*confpay.Webhook
+					Secret string `json:"secret,omitempty"`
+				}{w, w.Secret.Reveal()})
 			}
 			pairs := [][2]string{
 				{"Webhook", clean(w.WebhookID)},
