@@ -108,8 +108,13 @@ func (s *Server) CreateAccount(p AccountParams) (*AccountInfo, error) {
 		return nil, apiErr
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.createAccountLocked(n)
+	info, err := s.createAccountLocked(n)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	info.Client = s.Client(info.TestKey) // builds a client, takes no lock
+	return info, nil
 }
 
 // IssueKey issues a new API key for an account (an agent included) on a

@@ -6,10 +6,21 @@
 // # One line in a test
 //
 //	srv := fakeserver.New(t) // listens on 127.0.0.1:0, closed when the test ends
-//	alice, _ := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
-//	_ = srv.Fund("@alice", confpay.NetworkTest, "USDG", "100")
-//	client := srv.Client(alice.TestKey)
-//	// ... use client; srv.Advance(time.Second) confirms what was sent.
+//	alice := srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+//	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@bob"})
+//	srv.AddFunds(t, "@alice", "USDG", "100")
+//	srv.Inject(t, fakeserver.Fault{Path: "/v1/transfers", Times: 1, Action: fakeserver.FaultError})
+//	// ... your code pays @bob with alice.Client, through the 503 ...
+//	srv.Advance(time.Second) // one block: the transfer confirms
+//	srv.CheckBalance(t, "@bob", "USDG", "30")
+//
+// A server made WithoutListener needs no socket: HTTPClient and
+// Client reach it in memory, and a test runs inside testing/synctest with
+// the SDK's real backoff and the caller's timeouts in no wall time.
+// Record subscribes a webhook recorder that verifies every delivery's
+// signature; AddWebhook subscribes your own handler with a known secret.
+// Seeds (Seed, ParseSeed, Load, ResetToSeed) create accounts, agents with
+// their policies and keys, and balances from one JSON document.
 //
 // Servers share nothing: New is safe in parallel tests. Outside tests,
 // NewServer returns a started server (as httptest.NewServer does) and
@@ -120,7 +131,10 @@
 // AddFault, Faults, ClearFaults, Account, Accounts, CreateAgent,
 // HeldPayment and HeldPayments (held agent payments with their status,
 // expired included), Load and ResetToSeed (a Seed: accounts, agents, keys
-// and balances in one value, the binary's -seed JSON), Snapshot and Reset.
+// and balances in one value, the binary's -seed JSON), SubscribeHandler
+// (an in-process webhook receiver with a known secret), Events and
+// Deliveries (an account's events and delivery records), Snapshot and
+// Reset.
 // Most have an HTTP twin under /_fake for tests in other languages.
 //
 // # Test helpers
@@ -129,8 +143,11 @@
 // error and fails the test instead, so that a test reads as a story. Each
 // is the twin of a direct-API method: Seed (Load), Reseed (ResetToSeed),
 // AddAccount (CreateAccount), AddAgent (CreateAgent), AddFunds (Fund),
-// Balance and BalanceOn (Books: the spendable figure, exact), Held
-// (HeldPayment).
+// Balance, BalanceOn and CheckBalance (Books: the spendable figure,
+// exact), Held (HeldPayment), Inject (AddFault), AddWebhook
+// (SubscribeHandler) and Record (a WebhookRecorder on SubscribeHandler).
+// An AccountInfo or AgentInfo carries Client, an SDK client with its test
+// key (Client: in memory, with a retry backoff of milliseconds).
 //
 // # Time
 //
@@ -146,8 +163,9 @@
 // AddFault scripts the /v1 interface: the next Times requests matching a
 // method and a path pattern answer an error (with Retry-After), are held
 // for a delay, are executed and then lose their answer (drop_after_commit,
-// to prove a client's retries are exactly-once), or create a transfer that
-// fails at confirmation. The admin interface is never faulted.
+// or reset_after_commit, which no transport resends silently: to prove a
+// client's retries are exactly-once), or create a transfer that fails at
+// confirmation. The admin interface is never faulted.
 //
 // # Locking
 //

@@ -193,6 +193,9 @@ type AccountInfo struct {
 	// TestKey and LiveKey are API keys for the two networks.
 	TestKey confpay.Secret `json:"test_key"`
 	LiveKey confpay.Secret `json:"live_key"`
+	// Client is an SDK client with TestKey on the server (Server.Client),
+	// set by CreateAccount, AddAccount and a seed.
+	Client *confpay.Client `json:"-"`
 }
 
 // String describes the account without its keys, so that an AccountInfo

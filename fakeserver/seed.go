@@ -530,6 +530,7 @@ func (s *Server) applySeedLocked(seed *Seed, plan *seedPlan) (out *Seeded, err e
 			return nil, seedErr(err, prefix, prefix+"handle")
 		}
 		accts = append(accts, s.accounts[info.AccountID])
+		info.Client = s.Client(info.TestKey) // builds a client, takes no lock
 		out.Accounts = append(out.Accounts, info)
 	}
 	for i, a := range seed.Agents {

@@ -415,7 +415,15 @@ func TestHelpersFail(t *testing.T) {
 		"Balance":    func(t fakeserver.Tester) { srv.Balance(t, "@alice", "DOGE") },
 		"BalanceOn":  func(t fakeserver.Tester) { srv.BalanceOn(t, "main", "@alice", "USDG") },
 		"Held":       func(t fakeserver.Tester) { srv.Held(t, "atx_nope") },
+		"Inject":     func(t fakeserver.Tester) { srv.Inject(t, fakeserver.Fault{Action: "explode"}) },
+		"CheckBalance": func(t fakeserver.Tester) {
+			srv.CheckBalance(t, "@alice", "USDG", "12345.5") // alice holds 0
+		},
+		"CheckBalance(bad want)": func(t fakeserver.Tester) {
+			srv.CheckBalance(t, "@alice", "USDG", "12345.1234567") // past USDG's 6 decimals
+		},
 	} {
+		name, _, _ = strings.Cut(name, "(")
 		ft := &failTester{}
 		call(ft)
 		if !strings.HasPrefix(ft.failed, "fakeserver: "+name) {
@@ -449,6 +457,49 @@ func TestBalanceIsAvailable(t *testing.T) {
 	}
 	if got := srv.BalanceOn(t, confpay.NetworkLive, "@alice", "USDG"); !got.IsZero() {
 		t.Errorf("live: %s", got)
+	}
+}
+
+// TestCheckBalance: CheckBalance compares exactly (any spelling of the
+// figure) and passes or fails the test.
+func TestCheckBalance(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
+	srv.AddFunds(t, "@alice", "USDG", "87.5")
+	for want, ok := range map[string]bool{"87.5": true, "87.500000": true, "87.50": true, "87.4": false, "87.500001": false, "0": false} {
+		ft := &failTester{}
+		srv.CheckBalance(ft, "@ALICE", "USDG", want)
+		if (ft.failed == "") != ok {
+			t.Errorf("CheckBalance(%s): failed %q, want pass %v", want, ft.failed, ok)
+		}
+		if strings.Contains(ft.failed, "87") {
+			t.Errorf("CheckBalance(%s): %q shows a figure", want, ft.failed)
+		}
+	}
+	srv.CheckBalance(t, "@alice", "ETH", "0")
+}
+
+// TestInjectAndAccountClient: Inject scripts a fault in one call, and an
+// AccountInfo carries a client with its test key, as an AgentInfo does.
+func TestInjectAndAccountClient(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
+	seeded := srv.Seed(t, &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@bobby"}}})
+	id := srv.Inject(t, fakeserver.Fault{Method: "GET", Path: "/v1/accounts/me", Times: 1, Action: fakeserver.FaultError, Status: 503})
+	if f := srv.Faults(); len(f) != 1 || f[0].ID != id {
+		t.Fatalf("faults %+v, want the one injected (%s)", f, id)
+	}
+	me, err := alice.Client.Accounts.Me(t.Context())
+	if err != nil || me.Handle != "@alice" {
+		t.Fatalf("alice's client: %v, %v", me, err)
+	}
+	if f := srv.Faults(); f[0].Used != 1 {
+		t.Errorf("the fault was used %d times, want 1 (the client retried the 503)", f[0].Used)
+	}
+	if me, err := seeded.Account("@bobby").Client.Accounts.Me(t.Context()); err != nil || me.Handle != "@bobby" {
+		t.Errorf("a seeded account's client: %v, %v", me, err)
 	}
 }
 

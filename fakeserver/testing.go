@@ -20,7 +20,11 @@ import (
 //	AddFunds(t, ref, asset, amount)  Fund(ref, NetworkTest, asset, amount)
 //	Balance(t, ref, asset)           Books(ref, NetworkTest)
 //	BalanceOn(t, n, ref, asset)      Books(ref, n)
+//	CheckBalance(t, ref, asset, w)   Books(ref, NetworkTest), compared
 //	Held(t, id)                      HeldPayment(id)
+//	Inject(t, fault)                 AddFault(fault)
+//	AddWebhook(t, ref, h, secret)    SubscribeHandler(ref, NetworkTest, h, secret)
+//	Record(t, ref)                   SubscribeHandler, with a recorder
 //
 // Failure messages never hold a key, a figure or a memo.
 
@@ -113,6 +117,42 @@ func (s *Server) balance(t Tester, name string, n confpay.Network, accountRef, a
 	}
 	t.Fatalf("fakeserver: %s(%s, %s, %s): %v", name, n, accountRef, asset, err)
 	return confpay.Amount{}
+}
+
+// CheckBalance fails the test unless what an account (an agent included)
+// can spend of asset on the test network (see Balance) is exactly want, a
+// decimal string of at most the asset's decimals: "87.5", "87.50" and
+// "0" are figures. Like every helper here its message holds no figure: it
+// says whether the balance is above or below want (read it with Balance).
+func (s *Server) CheckBalance(t Tester, accountRef, asset, want string) {
+	t.Helper()
+	got := s.balance(t, "CheckBalance", confpay.NetworkTest, accountRef, asset)
+	w, err := confpay.ParseAmount(want)
+	if err == nil {
+		dec, _ := s.assets.known("asset", asset) // Balance checked it
+		_, err = w.Units(dec)
+	}
+	if err != nil {
+		t.Fatalf("fakeserver: CheckBalance(%s, %s): want is not a figure of %s: a decimal string such as \"12.5\", at most the asset's decimals", accountRef, asset, asset)
+		return
+	}
+	switch got.Cmp(w) {
+	case 1:
+		t.Fatalf("fakeserver: CheckBalance(%s, %s): the balance is above the figure wanted", accountRef, asset)
+	case -1:
+		t.Fatalf("fakeserver: CheckBalance(%s, %s): the balance is below the figure wanted", accountRef, asset)
+	}
+}
+
+// Inject scripts a fault (see AddFault and Fault) and returns its id, or
+// fails the test.
+func (s *Server) Inject(t Tester, f Fault) string {
+	t.Helper()
+	id, err := s.AddFault(f)
+	if err != nil {
+		t.Fatalf("fakeserver: Inject: %v", err)
+	}
+	return id
 }
 
 // Held returns a held agent payment with its status (see HeldPayment), or

@@ -36,13 +36,6 @@ const defaultPolicy = `{"daily_limit_usdg": 1000, "per_transaction_limit_usdg": 
 
 func amt(s string) confpay.Amount { return confpay.MustParseAmount(s) }
 
-func wantBalance(t *testing.T, srv *fakeserver.Server, handle, want string) {
-	t.Helper()
-	if got := srv.Balance(t, handle, "USDG"); got.String() != want {
-		t.Errorf("%s holds %s USDG, want %s", handle, got, want)
-	}
-}
-
 // payoutOnce pays order-1 through the faults already scripted and checks
 // that exactly one transfer left the marketplace.
 func payoutOnce(t *testing.T, srv *fakeserver.Server, payouts *marketplace.Payouts) {
@@ -66,8 +59,8 @@ func payoutOnce(t *testing.T, srv *fakeserver.Server, payouts *marketplace.Payou
 		t.Fatalf("transfers %v (%v), want exactly %s", transfers, err, po.TransferID)
 	}
 	srv.Advance(time.Second) // one block
-	wantBalance(t, srv, "@market", "957.5")
-	wantBalance(t, srv, "@seller1", "42.5")
+	srv.CheckBalance(t, "@market", "USDG", "957.5")
+	srv.CheckBalance(t, "@seller1", "USDG", "42.5")
 }
 
 func TestPayoutThroughFaultsExactlyOnce(t *testing.T) {
@@ -82,9 +75,7 @@ func TestPayoutThroughFaultsExactlyOnce(t *testing.T) {
 		{Action: fakeserver.FaultError, Status: http.StatusBadGateway},
 	} {
 		f.Method, f.Path, f.Times = http.MethodPost, "/v1/transfers", 1
-		if _, err := srv.AddFault(f); err != nil {
-			t.Fatal(err)
-		}
+		srv.Inject(t, f)
 	}
 	payoutOnce(t, srv, marketplace.NewPayouts(srv.Client(w.Account("@market").TestKey)))
 }
@@ -102,9 +93,7 @@ func TestPayoutSynctest(t *testing.T) {
 			{Action: fakeserver.FaultDropAfterCommit, Times: 1},
 		} {
 			f.Path = "/v1/transfers"
-			if _, err := srv.AddFault(f); err != nil {
-				t.Fatal(err)
-			}
+			srv.Inject(t, f)
 		}
 		client := srv.Client(w.Account("@market").TestKey, confpay.WithRetryBackoff(500*time.Millisecond, 8*time.Second))
 		start := time.Now()
@@ -182,7 +171,7 @@ func TestApprovalWithDecryptedAmount(t *testing.T) {
 	w := world(t, srv, defaultPolicy)
 	buyer := marketplace.NewPurchasing(w.Agent("@market/purchasing").Client)
 	owner := w.Account("@market")
-	desk := marketplace.NewApprovals(srv.Client(owner.TestKey), owner.PrivateKey())
+	desk := marketplace.NewApprovals(owner.Client, owner.PrivateKey())
 	rec := srv.Record(t, "@market", confpay.EventAgentTransactionPendingApproval, confpay.EventAgentTransactionApproved)
 
 	small, err := buyer.Buy(ctx, marketplace.PurchaseOrder{ID: "1", Supplier: "@supplier", Amount: amt("30")})
@@ -219,8 +208,8 @@ func TestApprovalWithDecryptedAmount(t *testing.T) {
 	rec.AssertKinds(t, confpay.EventAgentTransactionPendingApproval, confpay.EventAgentTransactionPendingApproval, confpay.EventAgentTransactionApproved)
 
 	srv.Advance(time.Second) // one block
-	wantBalance(t, srv, "@supplier", "110")
-	wantBalance(t, srv, "@market/purchasing", "290")
+	srv.CheckBalance(t, "@supplier", "USDG", "110")
+	srv.CheckBalance(t, "@market/purchasing", "USDG", "290")
 }
 
 func TestApprovalExpiry(t *testing.T) {
@@ -230,7 +219,7 @@ func TestApprovalExpiry(t *testing.T) {
 	w := world(t, srv, defaultPolicy)
 	buyer := marketplace.NewPurchasing(w.Agent("@market/purchasing").Client)
 	owner := w.Account("@market")
-	desk := marketplace.NewApprovals(srv.Client(owner.TestKey), owner.PrivateKey())
+	desk := marketplace.NewApprovals(owner.Client, owner.PrivateKey())
 
 	p, err := buyer.Buy(ctx, marketplace.PurchaseOrder{ID: "9", Supplier: "@supplier", Amount: amt("80")})
 	if err != nil || p.Held == nil {
@@ -251,8 +240,8 @@ func TestApprovalExpiry(t *testing.T) {
 		t.Errorf("status %s, want expired", got)
 	}
 	srv.Advance(time.Second)
-	wantBalance(t, srv, "@supplier", "0")
-	wantBalance(t, srv, "@market/purchasing", "400")
+	srv.CheckBalance(t, "@supplier", "USDG", "0")
+	srv.CheckBalance(t, "@market/purchasing", "USDG", "400")
 }
 
 func TestDailyWindow(t *testing.T) {
@@ -286,7 +275,7 @@ func TestDailyWindow(t *testing.T) {
 		t.Fatalf("a day later: %v", err)
 	}
 	srv.Advance(time.Second)
-	wantBalance(t, srv, "@supplier", "150")
+	srv.CheckBalance(t, "@supplier", "USDG", "150")
 }
 
 func TestMonthlyStatement(t *testing.T) {
@@ -295,7 +284,7 @@ func TestMonthlyStatement(t *testing.T) {
 	srv := fakeserver.New(t)
 	w := world(t, srv, defaultPolicy)
 	market := w.Account("@market")
-	client := srv.Client(market.TestKey)
+	client := market.Client
 	payouts := marketplace.NewPayouts(client)
 	buyerClient := srv.Client(w.Account("@buyer").TestKey)
 
