@@ -148,8 +148,21 @@ func WithBlockTime(d time.Duration) Option { return func(o *options) { o.blockTi
 // decision (default 24 h).
 func WithApprovalWindow(d time.Duration) Option { return func(o *options) { o.approvalWindow = d } }
 
+// Defaults of the bounds an Option can change.
+const (
+	// DefaultDeliveryTimeout is how long a webhook receiver has to answer
+	// (WithDeliveryTimeout).
+	DefaultDeliveryTimeout = 10 * time.Second
+	// DefaultDeliveryWorkers is the size of the webhook delivery pool
+	// (WithDeliveryWorkers).
+	DefaultDeliveryWorkers = 8
+	// DefaultMaxIdempotencyKeys is how many Idempotency-Keys the server
+	// keeps per account and network (WithMaxIdempotencyKeys).
+	DefaultMaxIdempotencyKeys = idempotency.DefaultMaxPerOwner
+)
+
 // WithDeliveryTimeout sets how long a webhook receiver has to answer
-// (default 10 s of real time).
+// (default DefaultDeliveryTimeout, 10 s of real time).
 func WithDeliveryTimeout(d time.Duration) Option {
 	return func(o *options) { o.deliveryTimeout = d }
 }
@@ -169,7 +182,8 @@ func WithDeliveryTLSConfig(c *tls.Config) Option { return func(o *options) { o.d
 // the instant of each attempt.
 func WithoutDeliveryJitter() Option { return func(o *options) { o.noDeliveryJitter = true } }
 
-// WithDeliveryWorkers sets the size of the webhook delivery pool (default 8).
+// WithDeliveryWorkers sets the size of the webhook delivery pool (default
+// DefaultDeliveryWorkers, 8).
 func WithDeliveryWorkers(n int) Option { return func(o *options) { o.deliveryWorkers = n } }
 
 // WithLogger sets where the server logs (default: nowhere). It never logs
@@ -199,7 +213,7 @@ func WithAdminToken(token string) Option {
 func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
 
 // WithMaxIdempotencyKeys bounds how many Idempotency-Keys the server keeps
-// per account and network (default 10,000): a request with one more new
+// per account and network (default DefaultMaxIdempotencyKeys, 10,000): a request with one more new
 // key, while all are younger than 24 hours, answers 429 rate_limited with
 // Retry-After until the oldest expires. It keeps a long-running server's
 // memory bounded whatever its callers send.
@@ -220,11 +234,11 @@ func NewUnstartedServer(opts ...Option) *Server {
 		start:              DefaultStart,
 		blockTime:          time.Second,
 		approvalWindow:     24 * time.Hour,
-		deliveryTimeout:    10 * time.Second,
-		deliveryWorkers:    8,
+		deliveryTimeout:    DefaultDeliveryTimeout,
+		deliveryWorkers:    DefaultDeliveryWorkers,
 		ethRate:            confpay.MustParseLimit("3000"),
 		maxHeld:            DefaultMaxHeldPerAgent,
-		maxIdempotencyKeys: idempotency.DefaultMaxPerOwner,
+		maxIdempotencyKeys: DefaultMaxIdempotencyKeys,
 	}
 	for _, opt := range opts {
 		opt(&o)

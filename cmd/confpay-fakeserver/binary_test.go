@@ -384,3 +384,46 @@ func TestDelayFaultOutlivesWriteTimeout(t *testing.T) {
 		t.Errorf("the delayed request: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestBoundFlags: -max-idempotency-keys and -max-held-per-agent reach the
+// server: one key more than the bound, and one held payment more, answer
+// 429 rate_limited.
+func TestBoundFlags(t *testing.T) {
+	seed := writeSeed(t, `{"accounts":[{"handle":"@alice","balances":{"test":{"USDG":"100"}}},{"handle":"@bobby"}],
+		"agents":[{"owner":"@alice","name":"buyer","balances":{"test":{"USDG":"100"}},
+		"spend_policy":{"daily_limit_usdg":100,"per_transaction_limit_usdg":50,"hitl_threshold_usdg":1}}]}`)
+	r := launch(t, "-addr", "127.0.0.1:0", "-seed", seed, "-log-level", "off",
+		"-max-idempotency-keys", "2", "-max-held-per-agent", "1")
+	var start struct {
+		Accounts []struct {
+			TestKey string `json:"test_key"`
+		} `json:"accounts"`
+		Agents []struct {
+			TestKey string `json:"test_key"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(r.line, &start); err != nil || len(start.Agents) != 1 {
+		t.Fatalf("start line: %v", err)
+	}
+	post := func(key, idem string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", r.url+"/v1/transfers", strings.NewReader(`{"to":"@bobby","amount":"2","confidential":false}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		if idem != "" {
+			req.Header.Set("Idempotency-Key", idem)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := []int{post(start.Accounts[0].TestKey, "k1"), post(start.Accounts[0].TestKey, "k2"), post(start.Accounts[0].TestKey, "k3")}; got[0] != 201 || got[1] != 201 || got[2] != 429 {
+		t.Errorf("three new Idempotency-Keys with -max-idempotency-keys 2: %v, want 201 201 429", got)
+	}
+	if got := []int{post(start.Agents[0].TestKey, ""), post(start.Agents[0].TestKey, "")}; got[0] != 202 || got[1] != 429 {
+		t.Errorf("two held payments with -max-held-per-agent 1: %v, want 202 429", got)
+	}
+}

@@ -92,6 +92,35 @@ type config struct {
 	virtual, version           bool
 	logFormat, logLevel        string
 	limits                     limits
+	bounds                     bounds
+}
+
+// bounds are the server's own limits the flags can change.
+type bounds struct {
+	deliveryTimeout                   time.Duration
+	deliveryWorkers, maxHeld, maxKeys int
+}
+
+// check refuses a bound that would remove the limit: each must be above 0.
+func (b bounds) check() error {
+	if b.deliveryTimeout <= 0 {
+		return errors.New("-delivery-timeout must be above 0, such as 10s")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"-delivery-workers", b.deliveryWorkers}, {"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}} {
+		if n.v <= 0 {
+			return fmt.Errorf("%s must be above 0", n.name)
+		}
+	}
+	return nil
+}
+
+// options are the fakeserver options that set the bounds.
+func (b bounds) options() []fakeserver.Option {
+	return []fakeserver.Option{fakeserver.WithDeliveryTimeout(b.deliveryTimeout), fakeserver.WithDeliveryWorkers(b.deliveryWorkers),
+		fakeserver.WithMaxHeldPerAgent(b.maxHeld), fakeserver.WithMaxIdempotencyKeys(b.maxKeys)}
 }
 
 // defineFlags defines every flag on fs (the manual, in manual.go, says
@@ -112,6 +141,10 @@ func defineFlags(fs *flag.FlagSet) *config {
 	fs.DurationVar(&c.limits.idle, "idle-timeout", 60*time.Second, "how long a keep-alive connection may idle")
 	fs.IntVar(&c.limits.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
 	fs.DurationVar(&c.limits.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
+	fs.DurationVar(&c.bounds.deliveryTimeout, "delivery-timeout", fakeserver.DefaultDeliveryTimeout, "how long a webhook receiver has to answer")
+	fs.IntVar(&c.bounds.deliveryWorkers, "delivery-workers", fakeserver.DefaultDeliveryWorkers, "webhook deliveries in flight at once")
+	fs.IntVar(&c.bounds.maxHeld, "max-held-per-agent", fakeserver.DefaultMaxHeldPerAgent, "payments waiting for a decision per agent and network")
+	fs.IntVar(&c.bounds.maxKeys, "max-idempotency-keys", fakeserver.DefaultMaxIdempotencyKeys, "Idempotency-Keys kept per account and network")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	return c
 }
@@ -145,6 +178,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cfg.limits.check(); err != nil {
 		return err
 	}
+	if err := cfg.bounds.check(); err != nil {
+		return err
+	}
 	log, err := newLogger(cfg.logFormat, cfg.logLevel, stderr)
 	if err != nil {
 		return err
@@ -160,7 +196,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	opts := []fakeserver.Option{fakeserver.WithBlockTime(cfg.blockTime), fakeserver.WithApprovalWindow(cfg.approval), fakeserver.WithLogger(log)}
+	opts := append([]fakeserver.Option{fakeserver.WithBlockTime(cfg.blockTime), fakeserver.WithApprovalWindow(cfg.approval), fakeserver.WithLogger(log)},
+		cfg.bounds.options()...)
 	if cfg.adminToken == "" {
 		cfg.adminToken = os.Getenv(adminTokenEnv)
 	}

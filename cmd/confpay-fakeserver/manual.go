@@ -25,6 +25,8 @@ SYNOPSIS
                        [-read-header-timeout d] [-read-timeout d]
                        [-write-timeout d] [-idle-timeout d]
                        [-max-header-bytes n] [-shutdown-timeout d]
+                       [-delivery-timeout d] [-delivery-workers n]
+                       [-max-held-per-agent n] [-max-idempotency-keys n]
     confpay-fakeserver -version
     confpay-fakeserver -help
 
@@ -92,6 +94,18 @@ OPTIONS
     -shutdown-timeout d
         How long requests in flight may take to finish once a stop is asked
         for (default 10s); then they are cut off.
+    -delivery-timeout d
+        How long a webhook receiver has to answer a delivery (default 10s).
+    -delivery-workers n
+        Webhook deliveries in flight at once (default 8), shared fairly
+        between subscriptions.
+    -max-held-per-agent n
+        Payments that may wait for the owner's decision per agent and
+        network (default 1000); one more answers 429 rate_limited.
+    -max-idempotency-keys n
+        Idempotency-Keys kept per account and network for 24 hours
+        (default 10000); a request with one more new key answers 429
+        rate_limited until the oldest expires.
     -version
         Print the module version and exit.
     -help
