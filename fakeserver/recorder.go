@@ -20,11 +20,15 @@ import (
 // waits for the delivery, up to a timeout.
 //
 // A delivery that fails verification is answered 400 and fails the test
-// at its end. All methods are safe for concurrent use.
+// at its end. Reset and Reseed remove the recorder's subscription with
+// every other (a Wait then says so): Record again after one. All methods
+// are safe for concurrent use.
 type WebhookRecorder struct {
 	srv     *Server
 	webhook *confpay.Webhook
 	secret  confpay.Secret
+	network confpay.Network
+	account string // the account's reference, as Record was given it
 
 	mu       sync.Mutex
 	status   int                   // what the receiver answers
@@ -52,6 +56,8 @@ func (s *Server) RecordOn(t Tester, n confpay.Network, accountRef string, kinds 
 	t.Helper()
 	r := &WebhookRecorder{
 		srv:     s,
+		network: n,
+		account: accountRef,
 		secret:  confpay.Secret("whsec_" + names.Random(names.Base62, 32)),
 		status:  http.StatusOK,
 		seen:    map[string]bool{},
@@ -184,16 +190,29 @@ func (r *WebhookRecorder) wait(t Tester, what string, match func(webhookverify.E
 		got := r.kindsLocked()
 		r.mu.Unlock()
 		if virtual {
-			t.Fatalf("fakeserver: no %s arrived (every delivery due now has run; move the clock if one is due later); received %v", what, got)
+			t.Fatalf("fakeserver: no %s arrived (every delivery due now has run; move the clock if one is due later); received %v%s", what, got, r.goneHint())
 			return nil
 		}
 		select {
 		case <-arrived:
 		case <-timeout:
-			t.Fatalf("fakeserver: no %s arrived in %v; received %v", what, RecorderTimeout, got)
+			t.Fatalf("fakeserver: no %s arrived in %v; received %v%s", what, RecorderTimeout, got, r.goneHint())
 			return nil
 		}
 	}
+}
+
+// goneHint explains a Wait that failed because the recorder's
+// subscription no longer exists (Reset and Reseed remove every one).
+func (r *WebhookRecorder) goneHint() string {
+	if id, err := r.srv.accountID(r.account, r.network); err == nil {
+		for _, w := range r.srv.hooks.Subscriptions(r.network, id) {
+			if w.WebhookID == r.webhook.WebhookID {
+				return ""
+			}
+		}
+	}
+	return "; its subscription is gone (Reset or Reseed removed it): Record again"
 }
 
 func (r *WebhookRecorder) kindsLocked() []string {

@@ -248,3 +248,32 @@ func (f *recordingT) runCleanups() {
 		f.cleanups[i]()
 	}
 }
+
+// TestRecordWaitFailures: Wait fails the test with what it saw: on a real
+// clock after RecorderTimeout (in a synctest bubble, no wall time), and,
+// when Reset or Reseed removed the recorder's subscription, saying so.
+func TestRecordWaitFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := fakeserver.New(t, fakeserver.WithoutListener(), fakeserver.WithRealClock())
+		srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
+		rec := srv.Record(t, "@alice")
+		start := time.Now()
+		ft := &failTester{}
+		if ev := rec.Wait(ft, confpay.EventTransferConfirmed); ev != nil || !strings.Contains(ft.failed, "no transfer.confirmed event arrived in 10s") {
+			t.Errorf("Wait on a real clock: %v, failed %q", ev, ft.failed)
+		}
+		if d := time.Since(start); d != fakeserver.RecorderTimeout {
+			t.Errorf("Wait gave up after %v, want %v", d, fakeserver.RecorderTimeout)
+		}
+	})
+	srv := fakeserver.New(t)
+	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
+	rec := srv.Record(t, "@alice")
+	srv.Reset()
+	srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice"})
+	ft := &failTester{}
+	rec.Wait(ft, confpay.EventTransferConfirmed)
+	if !strings.Contains(ft.failed, "subscription is gone (Reset or Reseed removed it): Record again") {
+		t.Errorf("Wait after Reset failed with %q", ft.failed)
+	}
+}
