@@ -26,7 +26,8 @@ import (
 //     must be https (or http on a loopback host), on a port in 1–65535, on a
 //     host written plainly (no decimal, octal, hex or short IPv4 forms,
 //     which resolvers read differently); its host must not be an
-//     unspecified, link-local or cloud-metadata address, nor, written as an
+//     unspecified, link-local or cloud-metadata address (nor an IPv6 one
+//     that reaches such an IPv4 address: NAT64, 6to4), nor, written as an
 //     address or resolved from a name, one of the server's own listeners;
 //     nor may it name the host the subscribing request itself was sent to.
 //   - At dial time (Server.guardDial, a net.Dialer ControlContext hook): the
@@ -109,19 +110,55 @@ func (sa *selfAddrs) has(ap netip.AddrPort) bool {
 // plainAddr is a without an IPv4-in-IPv6 mapping or a zone.
 func plainAddr(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
 
-// awsMetadataV6 is the IPv6 address of EC2's instance metadata service
-// (the IPv4 one, 169.254.169.254, is link-local).
-var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+// Cloud metadata services outside the link-local ranges: EC2's over IPv6
+// (its IPv4 one, 169.254.169.254, is link-local) and Alibaba Cloud's.
+var (
+	awsMetadataV6     = netip.MustParseAddr("fd00:ec2::254")
+	alibabaMetadataV4 = netip.MustParseAddr("100.100.100.200")
+)
 
-// forbiddenAddr says why no delivery may go to a, or "" when one may.
+// IPv6 prefixes that carry an IPv4 address in their low bits, and reach
+// it through a translator or a tunnel: NAT64's well-known and local-use
+// prefixes (RFC 6052, RFC 8215) and the deprecated IPv4-compatible one.
+// 6to4 (2002::/16) carries it in bits 16 to 47 instead.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
+	v4Compatible   = netip.MustParsePrefix("::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedV4 returns the IPv4 address an IPv6 address of a translating or
+// tunnelling prefix reaches.
+func embeddedV4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case nat64WellKnown.Contains(a) || nat64Local.Contains(a) || (v4Compatible.Contains(a) && !a.IsUnspecified() && !a.IsLoopback()):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
+// forbiddenAddr says why no delivery may go to a, or "" when one may. An
+// IPv6 address that reaches an IPv4 one (NAT64, 6to4, IPv4-compatible)
+// is judged by that one.
 func forbiddenAddr(a netip.Addr) string {
 	a = plainAddr(a)
+	if a.Is6() {
+		if v4, ok := embeddedV4(a); ok {
+			if why := forbiddenAddr(v4); why != "" {
+				return why + ", through " + a.String()
+			}
+		}
+	}
 	switch {
 	case a.IsUnspecified() || (a.Is4() && a.As4()[0] == 0):
 		return "an unspecified address (0.0.0.0/8, ::)"
 	case a.IsLinkLocalUnicast():
 		return "a link-local address (169.254.0.0/16, fe80::/10, where cloud metadata services answer)"
-	case a == awsMetadataV6:
+	case a == awsMetadataV6 || a == alibabaMetadataV4:
 		return "a cloud metadata address"
 	}
 	return ""

@@ -92,6 +92,12 @@ func TestWebhookURLsThatReachTheServerAreRefused(t *testing.T) {
 		"https://169.254.169.254/latest/meta-data",
 		"https://[fe80::1]/hooks",
 		"https://[fd00:ec2::254]/hooks",
+		"https://[64:ff9b::a9fe:a9fe]/hooks",   // 169.254.169.254 through NAT64
+		"https://[64:ff9b:1::a9fe:a9fe]/hooks", // local-use NAT64
+		"https://[::a9fe:a9fe]/hooks",          // IPv4-compatible
+		"https://[2002:a9fe:a9fe::1]/hooks",    // 6to4
+		"https://[64:ff9b::0]/hooks",           // 0.0.0.0 through NAT64
+		"https://100.100.100.200/hooks",        // Alibaba Cloud's metadata
 		"http://127.0.0.1:0/hooks",
 		"http://127.0.0.1:65536/hooks",
 		"http://127.0.0.1:99999/hooks",
