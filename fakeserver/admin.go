@@ -31,6 +31,8 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
+		"/_fake/events":                       {{"GET", false, s.adminListEvents}},
+		"/_fake/deliveries":                   {{"GET", false, s.adminListDeliveries}},
 		"/_fake/held":                         {{"GET", false, s.adminListHeld}}, // held.go
 		"/_fake/held/{transaction_id}":        {{"GET", false, s.adminGetHeld}},  // held.go
 		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},
@@ -524,4 +526,36 @@ func (s *Server) adminListHeld(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"held": ps}, nil
+}
+
+// adminListEvents answers GET /_fake/events?account=&network=: the
+// account's events (Events), oldest first, each as its deliveries carry it.
+func (s *Server) adminListEvents(c *call) (int, any, error) {
+	n, ref, apiErr := adminAccountQuery(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	evs, err := s.Events(ref, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]json.RawMessage, len(evs))
+	for i, e := range evs {
+		out[i] = e.Payload
+	}
+	return http.StatusOK, map[string]any{"events": out}, nil
+}
+
+// adminListDeliveries answers GET /_fake/deliveries?account=&network=:
+// the delivery records of the account's subscriptions (Deliveries).
+func (s *Server) adminListDeliveries(c *call) (int, any, error) {
+	n, ref, apiErr := adminAccountQuery(c)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	ds, err := s.Deliveries(ref, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"deliveries": ds}, nil
 }

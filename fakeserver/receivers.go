@@ -112,7 +112,7 @@ func (r EventRecord) Event() (webhookverify.Event, error) { return webhookverify
 // went to.
 type DeliveryRecord struct {
 	// WebhookID is the subscription the delivery went to.
-	WebhookID string
+	WebhookID string `json:"webhook_id"`
 	// Delivery is the record as GET /v1/webhooks/{id}/deliveries shows
 	// it: id, event, status, attempts, last and next attempt.
 	confpay.Delivery

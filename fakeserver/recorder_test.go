@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -275,5 +276,52 @@ func TestRecordWaitFailures(t *testing.T) {
 	rec.Wait(ft, confpay.EventTransferConfirmed)
 	if !strings.Contains(ft.failed, "subscription is gone (Reset or Reseed removed it): Record again") {
 		t.Errorf("Wait after Reset failed with %q", ft.failed)
+	}
+}
+
+// TestEventsAndDeliveriesOverAdmin: GET /_fake/events and /_fake/deliveries
+// show what the direct API does, for tests in other languages: the events
+// as their deliveries carry them, and the delivery records with their
+// subscription.
+func TestEventsAndDeliveriesOverAdmin(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	alice := recPair(t, srv)
+	rec := srv.Record(t, "@bob", confpay.EventTransferConfirmed)
+	if _, err := alice.Transfers.Create(context.Background(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Advance(time.Second)
+	rec.Wait(t, confpay.EventTransferConfirmed)
+
+	var events struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	rawCall(t, srv, "GET", "/_fake/events?account=%40bob&network=test", "", "").decode(t, &events)
+	want, err := srv.Events("@bob", confpay.NetworkTest)
+	if err != nil || len(events.Events) != len(want) || len(want) != 2 {
+		t.Fatalf("%d events over HTTP, %d direct (%v); want 2", len(events.Events), len(want), err)
+	}
+	for i := range want {
+		ev, err := webhookverify.ParseEvent(events.Events[i])
+		if err != nil || ev.ID() != want[i].ID {
+			t.Errorf("event %d: %v, %v; want %s", i, ev, err, want[i].ID)
+		}
+	}
+	var deliveries struct {
+		Deliveries []struct {
+			WebhookID string `json:"webhook_id"`
+			confpay.Delivery
+		} `json:"deliveries"`
+	}
+	rawCall(t, srv, "GET", "/_fake/deliveries?account=%40bob", "", "").decode(t, &deliveries)
+	if d := deliveries.Deliveries; len(d) != 1 || d[0].WebhookID != rec.Webhook().WebhookID || d[0].Status != confpay.DeliverySucceeded || d[0].Event != confpay.EventTransferConfirmed {
+		t.Errorf("deliveries over HTTP: %+v", d)
+	}
+	if a := rawCall(t, srv, "GET", "/_fake/events?account=%40nobody", "", ""); a.status != 404 {
+		t.Errorf("events of an unknown account: %d %s", a.status, a.body)
+	}
+	if a := rawCall(t, srv, "GET", "/_fake/deliveries", "", ""); a.status != 400 {
+		t.Errorf("deliveries without an account: %d %s", a.status, a.body)
 	}
 }
