@@ -60,6 +60,14 @@ type memTransport struct {
 	closed bool
 	idle   []time.Time    // when each keep-alive connection went idle, oldest first
 	active sync.WaitGroup // handlers running
+
+	// Handlers run on worker goroutines that wait for the next request
+	// once done (as net/http's server runs a connection's requests on
+	// one goroutine), so that a request does not pay for growing a new
+	// goroutine's stack.
+	work        chan *memWriter // to a waiting worker
+	workers     sync.WaitGroup
+	idleWorkers atomic.Int32
 }
 
 // The client-side settings HTTPClient's net/http transport had, which the
@@ -97,7 +105,37 @@ func newMemTransport(h http.Handler) *memTransport {
 	base := context.WithValue(context.Background(), http.ServerContextKey, &http.Server{Handler: h})
 	base = context.WithValue(base, http.LocalAddrContextKey, net.Addr(memAddr{}))
 	base, stop := context.WithCancel(base)
-	return &memTransport{h: h, base: base, stop: stop, done: make(chan struct{})}
+	return &memTransport{h: h, base: base, stop: stop, done: make(chan struct{}), work: make(chan *memWriter)}
+}
+
+// start runs w's handler on a waiting worker, or a new one.
+func (t *memTransport) start(w *memWriter) {
+	select {
+	case t.work <- w:
+	default:
+		t.workers.Add(1)
+		go t.worker(w)
+	}
+}
+
+// worker runs w's handler, then the next ones it is given, until Close
+// (or while more than memMaxIdleConnsPerHost others wait).
+func (t *memTransport) worker(w *memWriter) {
+	defer t.workers.Done()
+	for {
+		w.serve()
+		if t.idleWorkers.Add(1) > memMaxIdleConnsPerHost {
+			t.idleWorkers.Add(-1)
+			return
+		}
+		select {
+		case w = <-t.work:
+			t.idleWorkers.Add(-1)
+		case <-t.done:
+			t.idleWorkers.Add(-1)
+			return
+		}
+	}
 }
 
 // close refuses every request from now on, drops the ones waiting for an
@@ -112,6 +150,7 @@ func (t *memTransport) close() {
 	}
 	t.mu.Unlock()
 	t.active.Wait()
+	t.workers.Wait()
 }
 
 // CloseIdleConnections empties the keep-alive pool (http.Client's
@@ -236,14 +275,15 @@ func (t *memTransport) exchange(req *http.Request, trace *httptrace.ClientTrace)
 	}
 	ctx, cancel := context.WithCancel(t.base)
 	sr = sr.WithContext(ctx)
-	w := &memWriter{t: t, trace: trace, req: sr, body: body, handlerHeader: http.Header{}, clen: -1, ready: make(chan struct{})}
-	go w.serve(cancel)
+	w := &memWriter{t: t, trace: trace, req: sr, cancel: cancel, body: body, handlerHeader: http.Header{}, clen: -1, ready: make(chan struct{})}
+	t.start(w)
 	select {
 	case <-w.ready:
 	case <-req.Context().Done():
 		cancel()
 		body.detach()
 		return nil, context.Cause(req.Context())
+	//lint:ignore SA1019 net/http's client still sets and honours it (Client.Timeout with a RoundTripper of its own)
 	case <-req.Cancel:
 		cancel()
 		body.detach()
@@ -630,10 +670,11 @@ func (b *memReqBody) afterHandler() (closeConn, tooBig bool) {
 // memWriter is the http.ResponseWriter the handler writes to. It keeps the
 // whole answer: the client gets it when the handler returns.
 type memWriter struct {
-	t     *memTransport
-	trace *httptrace.ClientTrace
-	req   *http.Request
-	body  *memReqBody
+	t      *memTransport
+	trace  *httptrace.ClientTrace
+	req    *http.Request
+	cancel context.CancelFunc // ends req's context
+	body   *memReqBody
 
 	handlerHeader http.Header
 	header        http.Header // the handler's header as WriteHeader saw it
@@ -664,8 +705,8 @@ type memWriter struct {
 
 func (w *memWriter) markReady() { w.readyOnce.Do(func() { close(w.ready) }) }
 
-// serve runs the handler as net/http's server does, in its own goroutine.
-func (w *memWriter) serve(cancel context.CancelFunc) {
+// serve runs the handler as net/http's server does, on a worker.
+func (w *memWriter) serve() {
 	defer w.t.active.Done()
 	defer func() {
 		if p := recover(); p != nil {
@@ -673,7 +714,7 @@ func (w *memWriter) serve(cancel context.CancelFunc) {
 		} else {
 			w.finish()
 		}
-		cancel()
+		w.cancel()
 		_ = w.body.Close()
 		w.body.closeClient()
 	}()
