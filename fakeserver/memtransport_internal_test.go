@@ -12,10 +12,12 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -400,4 +402,41 @@ func TestMemTransportCancel(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestMemTransportIdleTimeout checks the keep-alive pool against the
+// clock, in a synctest bubble: a connection idle for less than
+// IdleConnTimeout is reused, so a dropped replayable request is resent
+// once; one idle longer has left the pool, so the drop reaches the caller.
+func TestMemTransportIdleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mt := newMemTransport(http.HandlerFunc(hijackDrop))
+		defer mt.close()
+		hc := &http.Client{Transport: mt}
+		for _, idle := range []time.Duration{memIdleConnTimeout - time.Second, memIdleConnTimeout + time.Second} {
+			resp, err := hc.Get("http://x/ok")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			time.Sleep(idle)
+			var writes int
+			var reused []bool
+			trace := &httptrace.ClientTrace{
+				WroteRequest: func(httptrace.WroteRequestInfo) { writes++ },
+				GotConn:      func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) },
+			}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", "http://x/drop", nil)
+			req.Header.Set("X-Drop", "1")
+			_, err = hc.Do(req)
+			want := []bool{false}
+			if idle < memIdleConnTimeout {
+				want = []bool{true, false}
+			}
+			if !errors.Is(err, io.EOF) || writes != len(want) || !slices.Equal(reused, want) {
+				t.Errorf("after %v idle: %v, %d writes on connections reused %v; want EOF, %d writes on %v", idle, err, writes, reused, len(want), want)
+			}
+		}
+	})
 }
