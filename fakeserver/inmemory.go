@@ -33,12 +33,22 @@ func WithoutListener() Option { return func(o *options) { o.noListener = true } 
 
 // HTTPClient returns an *http.Client that reaches this server in memory,
 // whether or not it listens: requests to any host go to Handler with no
-// socket, through a real net/http client and server over in-memory
-// connections, so everything behaves as over loopback (connection faults,
-// Content-Length, streamed bodies, the request's context and timeouts, a
-// panicking handler). Use it with URL, or with InMemoryURL on a server
-// that does not listen. Every call returns the same client; Close closes
-// its connections.
+// socket and no HTTP parsing. Its transport hands the handler the request
+// net/http's server would have read (RequestURI, Host, HTTP/1.1, the
+// header as net/http's client sends it, Content-Length or a chunked body
+// streamed from the caller's) and returns the answer as net/http's client
+// would have read it (Date, Content-Length or chunked framing, a sniffed
+// Content-Type, Connection: close where net/http closes). Connection
+// faults behave as over loopback: a hijacked connection is in memory, so a
+// drop is an EOF and a reset a broken answer; a keep-alive pool is kept as
+// net/http's, so a replayable request (GET, or one with an Idempotency-Key)
+// dropped on a reused connection is resent once by the client itself, as
+// net/http does; a panicking handler drops the connection. The caller's
+// context, the client's timeout and Close end the handler's context, and
+// Close waits for the handlers in flight. The answer reaches the client
+// when the handler returns (docs/fakeserver.md lists what else differs
+// from a socket). Use it with URL, or with InMemoryURL on a server that
+// does not listen. Every call returns the same client.
 //
 // It works inside a testing/synctest bubble when the server was created
 // there with WithoutListener: every goroutine it starts waits on channels,

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -445,21 +447,22 @@ func serverRequest(req *http.Request) (sr *http.Request, body *memReqBody, early
 	if err != nil {
 		return nil, nil, serverRefusal(req, http.StatusBadRequest)
 	}
-	n, size := 0, len(ruri)
+	n, size, plain := 0, len(ruri), true
 	for k, vs := range req.Header {
 		n += len(vs)
 		for _, v := range vs {
 			size += len(k) + len(v) + 4
 		}
+		plain = plain && textproto.CanonicalMIMEHeaderKey(k) == k
 	}
 	if size > maxHeaderBytes {
 		return nil, nil, serverRefusal(req, http.StatusRequestHeaderFieldsTooLarge)
 	}
 	h := make(http.Header, len(req.Header)+3)
 	vals := make([]string, 0, n+3)
-	for k, vs := range req.Header {
+	copyHeader := func(k string, vs []string) {
 		if excludedRequestHeaders[k] {
-			continue
+			return
 		}
 		ck := textproto.CanonicalMIMEHeaderKey(k)
 		start := len(vals)
@@ -467,6 +470,17 @@ func serverRequest(req *http.Request) (sr *http.Request, body *memReqBody, early
 			vals = append(vals, textproto.TrimString(v))
 		}
 		h[ck] = append(h[ck], vals[start:len(vals):len(vals)]...)
+	}
+	if plain {
+		for k, vs := range req.Header {
+			copyHeader(k, vs)
+		}
+	} else {
+		// Two names of one header ("x-a", "X-A") join in the order
+		// net/http writes them: sorted.
+		for _, k := range slices.Sorted(maps.Keys(req.Header)) {
+			copyHeader(k, req.Header[k])
+		}
 	}
 	add := func(k, v string) { vals = append(vals, v); h[k] = vals[len(vals)-1:] }
 	if ua, ok := req.Header["User-Agent"]; !ok {
@@ -1025,7 +1039,9 @@ func (b *memRespBody) Read(p []byte) (int, error) {
 	if !b.eof {
 		b.eof = true
 		if b.keep {
-			b.t.putIdle(b.trace)
+			b.mu.Unlock()
+			b.t.putIdle(b.trace) // calls the caller's trace hook: not under b.mu
+			b.mu.Lock()
 		}
 	}
 	return n, io.EOF
