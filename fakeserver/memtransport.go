@@ -172,7 +172,7 @@ func (t *memTransport) takeConn() (httptrace.GotConnInfo, error) {
 	if t.closed {
 		return httptrace.GotConnInfo{}, errRefused
 	}
-	info := httptrace.GotConnInfo{Conn: &memConn{}}
+	info := httptrace.GotConnInfo{Conn: noConn}
 	now := time.Now()
 	for len(t.idle) > 0 && now.Sub(t.idle[0]) > memIdleConnTimeout {
 		t.idle = t.idle[1:]
@@ -184,6 +184,10 @@ func (t *memTransport) takeConn() (httptrace.GotConnInfo, error) {
 	t.active.Add(1)
 	return info, nil
 }
+
+// noConn is the connection GotConn reports: nothing can be read from or
+// written to it.
+var noConn net.Conn = &memConn{closed: true}
 
 // errTooManyIdle is net/http's refusal to keep one more idle connection.
 var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections for host")
@@ -458,8 +462,8 @@ func serverRequest(req *http.Request) (sr *http.Request, body *memReqBody, early
 	if size > maxHeaderBytes {
 		return nil, nil, serverRefusal(req, http.StatusRequestHeaderFieldsTooLarge)
 	}
-	h := make(http.Header, len(req.Header)+3)
-	vals := make([]string, 0, n+3)
+	h := make(http.Header, len(req.Header)+4)
+	vals := make([]string, 0, n+4) // the header's values and the 4 below
 	copyHeader := func(k string, vs []string) {
 		if excludedRequestHeaders[k] {
 			return
@@ -482,7 +486,7 @@ func serverRequest(req *http.Request) (sr *http.Request, body *memReqBody, early
 			copyHeader(k, req.Header[k])
 		}
 	}
-	add := func(k, v string) { vals = append(vals, v); h[k] = vals[len(vals)-1:] }
+	add := func(k, v string) { i := len(vals); vals = append(vals, v); h[k] = vals[i : i+1 : i+1] }
 	if ua, ok := req.Header["User-Agent"]; !ok {
 		add("User-Agent", "Go-http-client/1.1")
 	} else if len(ua) > 0 && ua[0] != "" {
