@@ -54,9 +54,8 @@ import (
 // inside a testing/synctest bubble.
 type memTransport struct {
 	h    http.Handler
-	base context.Context    // the server requests' parent, with the values net/http's server sets
-	stop context.CancelFunc // cancels base: Close
-	done chan struct{}      // closed by close
+	base context.Context // the server requests' parent, with the values net/http's server sets
+	done chan struct{}   // closed by close
 
 	mu     sync.Mutex
 	closed bool
@@ -106,8 +105,7 @@ var (
 func newMemTransport(h http.Handler) *memTransport {
 	base := context.WithValue(context.Background(), http.ServerContextKey, &http.Server{Handler: h})
 	base = context.WithValue(base, http.LocalAddrContextKey, net.Addr(memAddr{}))
-	base, stop := context.WithCancel(base)
-	return &memTransport{h: h, base: base, stop: stop, done: make(chan struct{}), work: make(chan *memWriter)}
+	return &memTransport{h: h, base: base, done: make(chan struct{}), work: make(chan *memWriter)}
 }
 
 // start runs w's handler on a waiting worker, or a new one.
@@ -147,8 +145,7 @@ func (t *memTransport) close() {
 	if !t.closed {
 		t.closed = true
 		t.idle = nil
-		close(t.done)
-		t.stop()
+		close(t.done) // every exchange waiting cancels its handler's context
 	}
 	t.mu.Unlock()
 	t.active.Wait()
@@ -279,6 +276,8 @@ func (t *memTransport) exchange(req *http.Request, trace *httptrace.ClientTrace)
 		}
 		return early, nil
 	}
+	// Not a child of a context Close cancels: registering with a shared
+	// parent would serialise parallel requests; Close cancels it below.
 	ctx, cancel := context.WithCancel(t.base)
 	sr = sr.WithContext(ctx)
 	w := &memWriter{t: t, trace: trace, req: sr, cancel: cancel, body: body, handlerHeader: http.Header{}, clen: -1, ready: make(chan struct{})}
@@ -295,6 +294,7 @@ func (t *memTransport) exchange(req *http.Request, trace *httptrace.ClientTrace)
 		body.detach()
 		return nil, errRequestCanceled
 	case <-t.done:
+		cancel()
 		body.detach()
 		return nil, errDropped
 	}
@@ -336,24 +336,41 @@ func checkClientRequest(req *http.Request) error {
 	case req.URL.Host == "":
 		return errors.New("http: no Host in request URL")
 	}
-	for _, hs := range []http.Header{req.Header, req.Trailer} {
-		for k, vs := range hs {
-			if !isToken(k) {
-				return fmt.Errorf("net/http: invalid header field name %q", k)
-			}
-			for _, v := range vs {
-				if !validHeaderValue(v) {
-					// Not the value: it may be a secret.
-					return fmt.Errorf("net/http: invalid header field value for %q", k)
-				}
-			}
-		}
+	if err := checkHeader(req.Header, "header"); err != nil {
+		return err
 	}
-	if !validHeaderValue(clientHost(req)) || strings.ContainsAny(clientHost(req), " /") {
+	if err := checkHeader(req.Trailer, "trailer"); err != nil {
+		return err
+	}
+	if host := clientHost(req); !validHeaderValue(host) || strings.ContainsAny(host, " /") {
 		return errors.New("http: invalid Host header")
 	}
 	return nil
 }
+
+// checkHeader refuses a header net/http's client would refuse to send.
+func checkHeader(h http.Header, what string) error {
+	for k, vs := range h {
+		if !isToken(k) {
+			return fmt.Errorf("net/http: invalid %s field name %q", what, k)
+		}
+		for _, v := range vs {
+			if !validHeaderValue(v) {
+				// Not the value: it may be a secret.
+				return fmt.Errorf("net/http: invalid %s field value for %q", what, k)
+			}
+		}
+	}
+	return nil
+}
+
+// tokenChars are the bytes of an RFC 9110 token.
+var tokenChars = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 // isToken reports whether s is an RFC 9110 token (a method, a header name).
 func isToken(s string) bool {
@@ -361,8 +378,7 @@ func isToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !tokenChars[s[i]] {
 			return false
 		}
 	}
@@ -921,7 +937,7 @@ func (w *memWriter) finalHead(handlerDone bool) (h http.Header, chunked, closeCo
 		}
 	}
 	if _, ok := h["Date"]; !ok {
-		h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
+		h["Date"] = []string{httpDate(time.Now())}
 	}
 	if hasCL && hasTE && te != "identity" {
 		delete(h, "Content-Length")
@@ -946,13 +962,47 @@ func (w *memWriter) finalHead(handlerDone bool) (h http.Header, chunked, closeCo
 	return h, chunked, closeConn
 }
 
+// lastDate is the Date of the second httpDate last formatted.
+var lastDate atomic.Pointer[struct {
+	sec  int64
+	text string
+}]
+
+// httpDate is now in http.TimeFormat, formatted once per second.
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.text
+	}
+	text := now.UTC().Format(http.TimeFormat)
+	lastDate.Store(&struct {
+		sec  int64
+		text string
+	}{sec, text})
+	return text
+}
+
 // bodyAllowed is net/http's bodyAllowedForStatus.
 func bodyAllowed(status int) bool {
 	return !(status >= 100 && status <= 199 || status == http.StatusNoContent || status == http.StatusNotModified)
 }
 
+// statusLines are the statusLine of the codes net/http names.
+var statusLines = func() map[int]string {
+	m := map[int]string{}
+	for code := 100; code < 600; code++ {
+		if http.StatusText(code) != "" {
+			m[code] = strconv.Itoa(code) + " " + http.StatusText(code)
+		}
+	}
+	return m
+}()
+
 // statusLine is the text after "HTTP/1.1 " in the answer's first line.
 func statusLine(code int) string {
+	if l, ok := statusLines[code]; ok {
+		return l
+	}
 	text := http.StatusText(code)
 	if text == "" {
 		text = "status code " + strconv.Itoa(code)
