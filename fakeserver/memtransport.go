@@ -25,11 +25,11 @@ import (
 
 // memTransport is HTTPClient's transport. It calls the server's handler
 // directly, with no connection: each request becomes the *http.Request
-// net/http's server would have parsed from the wire, the handler runs in a
-// goroutine of its own, and its answer becomes the *http.Response
-// net/http's client would have read, with the headers net/http's server
-// adds (Date, Content-Length or chunked framing, a sniffed Content-Type,
-// Connection: close) and net/http's client removes.
+// net/http's server would have parsed from the wire, the handler runs on a
+// worker goroutine, and its answer, once the handler returns, becomes the
+// *http.Response net/http's client would have read, with the headers
+// net/http's server adds (Date, Content-Length or chunked framing, a
+// sniffed Content-Type, Connection: close) and net/http's client removes.
 //
 // What would touch the connection is modelled on it too:
 //   - A handler that hijacks the connection (the drop_after_commit and
