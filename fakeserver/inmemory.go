@@ -1,7 +1,6 @@
 package fakeserver
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -34,12 +33,22 @@ func WithoutListener() Option { return func(o *options) { o.noListener = true } 
 
 // HTTPClient returns an *http.Client that reaches this server in memory,
 // whether or not it listens: requests to any host go to Handler with no
-// socket, through a real net/http client and server over in-memory
-// connections, so everything behaves as over loopback (connection faults,
-// Content-Length, streamed bodies, the request's context and timeouts, a
-// panicking handler). Use it with URL, or with InMemoryURL on a server
-// that does not listen. Every call returns the same client; Close closes
-// its connections.
+// socket and no HTTP parsing. Its transport hands the handler the request
+// net/http's server would have read (RequestURI, Host, HTTP/1.1, the
+// header as net/http's client sends it, Content-Length or a chunked body
+// streamed from the caller's) and returns the answer as net/http's client
+// would have read it (Date, Content-Length or chunked framing, a sniffed
+// Content-Type, Connection: close where net/http closes). Connection
+// faults behave as over loopback: a hijacked connection is in memory, so a
+// drop is an EOF and a reset a broken answer; a keep-alive pool is kept as
+// net/http's, so a replayable request (GET, or one with an Idempotency-Key)
+// dropped on a reused connection is resent once by the client itself, as
+// net/http does; a panicking handler drops the connection. The caller's
+// context, the client's timeout and Close end the handler's context, and
+// Close waits for the handlers in flight. The answer reaches the client
+// when the handler returns (docs/fakeserver.md lists what else differs
+// from a socket). Use it with URL, or with InMemoryURL on a server that
+// does not listen. Every call returns the same client.
 //
 // It works inside a testing/synctest bubble when the server was created
 // there with WithoutListener: every goroutine it starts waits on channels,
@@ -74,103 +83,50 @@ func (s *Server) Client(key confpay.Secret, opts ...confpay.Option) *confpay.Cli
 	return c
 }
 
-// inMemory is the server HTTPClient talks to: a plain http.Server on an
-// in-memory listener, started on first use.
+// inMemory is HTTPClient's client and its transport (memtransport.go),
+// made on first use.
 type inMemory struct {
 	mu     sync.Mutex
-	ln     *memListener
-	srv    *loopback
+	tr     *memTransport
 	hc     *http.Client
 	closed bool
 }
 
-// client starts the in-memory server on first use and returns its client.
+// client makes the in-memory transport on first use and returns its
+// client.
 func (m *inMemory) client(h http.Handler) *http.Client {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hc != nil {
 		return m.hc
 	}
-	m.ln = newMemListener()
-	if m.closed { // a closed server refuses every connection
-		_ = m.ln.Close()
+	m.tr = newMemTransport(h)
+	if m.closed { // a closed server refuses every request
+		m.tr.close()
 	}
-	m.srv = serveOn(m.ln, InMemoryURL, h)
-	tr := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return m.ln.dial(ctx) },
-		MaxIdleConns:        100,
-		MaxIdleConnsPerHost: 100,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	m.hc = &http.Client{Transport: tr}
+	m.hc = &http.Client{Transport: m.tr}
 	return m.hc
 }
 
-// close stops the in-memory server: no new connection, every open one
-// closed, the requests in flight waited for.
+// close stops the in-memory transport: no new request, the ones waiting
+// for an answer dropped, their handlers waited for.
 func (m *inMemory) close() {
 	m.mu.Lock()
 	m.closed = true
-	srv, hc := m.srv, m.hc
+	tr := m.tr
 	m.mu.Unlock()
-	if srv != nil {
-		srv.close() // closes the listener too
-		hc.CloseIdleConnections()
+	if tr != nil {
+		tr.close()
 	}
 }
 
-// memListener is a net.Listener whose connections are in-memory pipes.
-type memListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newMemListener() *memListener {
-	return &memListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// errRefused is what dialing a closed in-memory server returns, as a
-// closed port would.
+// errRefused is what a request to a closed in-memory server returns, as
+// dialing a closed port would.
 var errRefused = &net.OpError{Op: "dial", Net: "memory", Addr: memAddr{}, Err: syscall.ECONNREFUSED}
 
-// dial hands one end of a new pipe to Accept and returns the other.
-func (l *memListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-	case <-ctx.Done():
-		_ = client.Close()
-		_ = server.Close()
-		return nil, ctx.Err()
-	}
-	_ = client.Close()
-	_ = server.Close()
-	return nil, errRefused
-}
-
-// Accept waits for the next dial.
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close makes Accept and dial fail from now on.
-func (l *memListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr is the listener's address: not a TCP one, so the server's guard
-// against delivering webhooks to itself (selfguard.go) ignores it.
-func (l *memListener) Addr() net.Addr { return memAddr{} }
-
+// memAddr is the in-memory server's address: not a TCP one, so the
+// server's guard against delivering webhooks to itself (selfguard.go)
+// ignores it.
 type memAddr struct{}
 
 func (memAddr) Network() string { return "memory" }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"syscall"
@@ -264,6 +265,24 @@ func TestClientPanicsWithoutKey(t *testing.T) {
 func BenchmarkTransferCreateInMemory(b *testing.B) {
 	srv, key := benchTransferServer(b, fakeserver.WithoutListener())
 	benchPostWith(b, srv.HTTPClient(), srv.URL()+"/v1/transfers", key, http.StatusCreated)
+}
+
+// BenchmarkTransferCreateHandlerOnly is the floor for the two above: the
+// same requests through an http.Client whose RoundTripper only calls
+// Handler with an httptest.ResponseRecorder (no framing, faults or
+// cancellation).
+func BenchmarkTransferCreateHandlerOnly(b *testing.B) {
+	srv, key := benchTransferServer(b, fakeserver.WithoutListener())
+	benchPostWith(b, &http.Client{Transport: handlerOnly{srv.Handler()}}, srv.URL()+"/v1/transfers", key, http.StatusCreated)
+}
+
+// handlerOnly is a RoundTripper that calls a handler and nothing more.
+type handlerOnly struct{ h http.Handler }
+
+func (t handlerOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
 }
 
 // BenchmarkAccountMeLoopback and BenchmarkAccountMeInMemory compare the

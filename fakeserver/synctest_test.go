@@ -1,6 +1,7 @@
 package fakeserver_test
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -82,4 +83,38 @@ func TestSynctestRealClock(t *testing.T) {
 		}
 	})
 	t.Logf("a 25 h settlement in %v of wall time", time.Since(wall).Round(time.Millisecond))
+}
+
+// TestSynctestDelayFault holds requests with a delay fault inside a
+// bubble: on the real clock, one is answered once the bubble's clock has
+// passed the delay; one longer than the client's timeout ends with the
+// timeout, and the server lets go of it (Close returns).
+func TestSynctestDelayFault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := fakeserver.New(t, fakeserver.WithoutListener(), fakeserver.WithRealClock())
+		alice := newAccount(t, srv, "@alice")
+		for _, d := range []time.Duration{2 * time.Second, time.Hour} {
+			if _, err := srv.AddFault(fakeserver.Fault{Path: "/v1/accounts/me", Times: 1, Action: fakeserver.FaultDelay, Delay: d}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := srv.Client(alice.info.TestKey, confpay.WithMaxRetries(0), confpay.WithTimeout(30*time.Second))
+		start := time.Now()
+		if _, err := c.Accounts.Me(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if held := time.Since(start); held != 2*time.Second {
+			t.Errorf("held %v, want exactly the 2 s delay", held)
+		}
+		start = time.Now()
+		_, err := c.Accounts.Me(t.Context())
+		var te *confpay.TransportError
+		if !errors.As(err, &te) {
+			t.Errorf("held for an hour: %v, want a *confpay.TransportError", err)
+		}
+		if held := time.Since(start); held != 30*time.Second {
+			t.Errorf("gave up after %v, want the 30 s timeout", held)
+		}
+		srv.Close()
+	})
 }
