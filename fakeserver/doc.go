@@ -68,7 +68,9 @@
 // Above them: the direct state API a test calls, direct.go (seeds in
 // seed.go, test helpers that take t in testing.go, the webhook recorder in
 // recorder.go, faults in faults.go). Under internal/: clock, ledger, hooks
-// (webhooks, with their own lock), idempotency, names and rules. No
+// (webhooks, with their own lock), idempotency, names, rules and memhttp
+// (the in-memory transport of HTTPClient, which calls the handler as
+// net/http would over a socket). No
 // internal package imports fakeserver (TestLayout).
 //
 // # Support matrix

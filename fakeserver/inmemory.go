@@ -1,13 +1,12 @@
 package fakeserver
 
 import (
-	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/memhttp"
 )
 
 // InMemoryURL is the base URL of a server that does not listen (see
@@ -83,11 +82,11 @@ func (s *Server) Client(key confpay.Secret, opts ...confpay.Option) *confpay.Cli
 	return c
 }
 
-// inMemory is HTTPClient's client and its transport (memtransport.go),
+// inMemory is HTTPClient's client and its transport (internal/memhttp),
 // made on first use.
 type inMemory struct {
 	mu     sync.Mutex
-	tr     *memTransport
+	tr     *memhttp.Transport
 	hc     *http.Client
 	closed bool
 }
@@ -100,9 +99,9 @@ func (m *inMemory) client(h http.Handler) *http.Client {
 	if m.hc != nil {
 		return m.hc
 	}
-	m.tr = newMemTransport(h)
+	m.tr = memhttp.New(h)
 	if m.closed { // a closed server refuses every request
-		m.tr.close()
+		m.tr.Close()
 	}
 	m.hc = &http.Client{Transport: m.tr}
 	return m.hc
@@ -116,18 +115,6 @@ func (m *inMemory) close() {
 	tr := m.tr
 	m.mu.Unlock()
 	if tr != nil {
-		tr.close()
+		tr.Close()
 	}
 }
-
-// errRefused is what a request to a closed in-memory server returns, as
-// dialing a closed port would.
-var errRefused = &net.OpError{Op: "dial", Net: "memory", Addr: memAddr{}, Err: syscall.ECONNREFUSED}
-
-// memAddr is the in-memory server's address: not a TCP one, so the
-// server's guard against delivering webhooks to itself (selfguard.go)
-// ignores it.
-type memAddr struct{}
-
-func (memAddr) Network() string { return "memory" }
-func (memAddr) String() string  { return "fakeserver" }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/memhttp"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -78,7 +79,7 @@ func (rr receiverRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if strings.HasSuffix(req.URL.Hostname(), receiverDomain) {
 		m := rr.rs.lookup(req.URL.Hostname())
 		if m == nil {
-			return nil, errRefused
+			return nil, memhttp.ErrRefused
 		}
 		m.mu.Lock()
 		hc := m.hc

@@ -20,6 +20,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/confpay/confpay-go/fakeserver/internal/memhttp"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -265,7 +266,7 @@ func (c parityCase) record(t *testing.T, hc *http.Client, base string) []exchang
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 		resp, err := hc.Do(req)
 		rec.Writes = int(writes.Load())
-		if req.ContentLength >= maxPostHandlerRead || req.Body != nil && strings.HasPrefix(req.URL.Path, "/unread") {
+		if req.ContentLength >= memhttp.MaxPostHandlerRead || req.Body != nil && strings.HasPrefix(req.URL.Path, "/unread") {
 			// Whether net/http's client has written a large body the
 			// server does not read when the answer arrives depends on the
 			// socket's buffers; in memory it always has.
@@ -300,12 +301,12 @@ func (c parityCase) record(t *testing.T, hc *http.Client, base string) []exchang
 }
 
 // TestMemTransportParity sends the same requests to the same handlers
-// through net/http over loopback and through memTransport: the client and
+// through net/http over loopback and through memhttp.Transport: the client and
 // the handler must see the same thing, request by request (status,
 // headers, framing, body, errors, how often the request went out and on
 // which connection).
 func TestMemTransportParity(t *testing.T) {
-	log.SetOutput(io.Discard) // net/http logs the panics, as memTransport does
+	log.SetOutput(io.Discard) // net/http logs the panics, as memhttp.Transport does
 	defer log.SetOutput(os.Stderr)
 	for _, c := range parityCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -319,9 +320,9 @@ func TestMemTransportParity(t *testing.T) {
 			hc.CloseIdleConnections()
 			lo.close()
 
-			mt := newMemTransport(c.handler)
+			mt := memhttp.New(c.handler)
 			got := c.record(t, &http.Client{Transport: mt}, "http://"+lo.addr.String())
-			mt.close()
+			mt.Close()
 			for i := range want {
 				if d := cmp.Diff(want[i], got[i]); d != "" {
 					t.Errorf("request %d: loopback (-) vs in memory (+):\n%s", i, d)
@@ -339,7 +340,7 @@ func TestMemTransportCancel(t *testing.T) {
 	entered := make(chan struct{})
 	exited := make(chan error, 1) // the handler's context error as it leaves
 	release := make(chan struct{})
-	mt := newMemTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mt := memhttp.New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entered <- struct{}{}
 		select {
 		case <-r.Context().Done():
@@ -387,7 +388,7 @@ func TestMemTransportCancel(t *testing.T) {
 	go func() { _, err := hc.Get("http://x/"); done <- err }()
 	<-entered
 	closed := make(chan struct{})
-	go func() { mt.close(); close(closed) }()
+	go func() { mt.Close(); close(closed) }()
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "EOF") {
 		t.Errorf("a request in flight at close: %v, want EOF", err)
 	}
@@ -410,10 +411,10 @@ func isTimeout(err error) bool {
 // once; one idle longer has left the pool, so the drop reaches the caller.
 func TestMemTransportIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mt := newMemTransport(http.HandlerFunc(hijackDrop))
-		defer mt.close()
+		mt := memhttp.New(http.HandlerFunc(hijackDrop))
+		defer mt.Close()
 		hc := &http.Client{Transport: mt}
-		for _, idle := range []time.Duration{memIdleConnTimeout - time.Second, memIdleConnTimeout + time.Second} {
+		for _, idle := range []time.Duration{memhttp.IdleConnTimeout - time.Second, memhttp.IdleConnTimeout + time.Second} {
 			resp, err := hc.Get("http://x/ok")
 			if err != nil {
 				t.Fatal(err)
@@ -431,7 +432,7 @@ func TestMemTransportIdleTimeout(t *testing.T) {
 			req.Header.Set("X-Drop", "1")
 			_, err = hc.Do(req)
 			want := []bool{false}
-			if idle < memIdleConnTimeout {
+			if idle < memhttp.IdleConnTimeout {
 				want = []bool{true, false}
 			}
 			if !errors.Is(err, io.EOF) || writes != len(want) || !slices.Equal(reused, want) {

@@ -1,4 +1,7 @@
-package fakeserver
+// Package memhttp is an http.RoundTripper that calls an http.Handler
+// directly, with no socket, and answers what net/http's client and server
+// would over one: the fakeserver's in-memory client. See Transport.
+package memhttp
 
 import (
 	"bufio"
@@ -20,10 +23,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// memTransport is HTTPClient's transport. It calls the server's handler
+// Transport is the fakeserver's in-memory transport (HTTPClient's). It calls the server's handler
 // directly, with no connection: each request becomes the *http.Request
 // net/http's server would have parsed from the wire, the handler runs on a
 // worker goroutine, and its answer, once the handler returns, becomes the
@@ -52,7 +56,7 @@ import (
 //
 // Every goroutine it starts waits on channels or locks only, so it works
 // inside a testing/synctest bubble.
-type memTransport struct {
+type Transport struct {
 	h    http.Handler
 	base context.Context // the server requests' parent, with the values net/http's server sets
 	done chan struct{}   // closed by close
@@ -74,7 +78,9 @@ type memTransport struct {
 // The client-side settings HTTPClient's net/http transport had, which the
 // keep-alive pool follows.
 const (
-	memIdleConnTimeout     = 90 * time.Second
+	// IdleConnTimeout is how long a connection of the pool stays idle
+	// before it is closed (net/http's Transport.IdleConnTimeout).
+	IdleConnTimeout        = 90 * time.Second
 	memMaxIdleConnsPerHost = 100
 )
 
@@ -83,10 +89,10 @@ const (
 	// bufferBeforeChunking is net/http's bufferBeforeChunkingSize: an
 	// answer larger than this, without a Content-Length, is sent chunked.
 	bufferBeforeChunking = 2048
-	// maxPostHandlerRead is net/http's maxPostHandlerReadBytes: how much
+	// MaxPostHandlerRead is net/http's maxPostHandlerReadBytes: how much
 	// of an unread request body the server reads after the handler to keep
 	// the connection; above it, it closes it.
-	maxPostHandlerRead = 256 << 10
+	MaxPostHandlerRead = 256 << 10
 	// maxHeaderBytes is net/http's DefaultMaxHeaderBytes and the slack its
 	// reader allows over it.
 	maxHeaderBytes = http.DefaultMaxHeaderBytes + 4096
@@ -102,14 +108,15 @@ var (
 	errReadOnClosedResBody = errors.New("http: read on closed response body")
 )
 
-func newMemTransport(h http.Handler) *memTransport {
+// New returns a Transport whose every request goes to h.
+func New(h http.Handler) *Transport {
 	base := context.WithValue(context.Background(), http.ServerContextKey, &http.Server{Handler: h})
-	base = context.WithValue(base, http.LocalAddrContextKey, net.Addr(memAddr{}))
-	return &memTransport{h: h, base: base, done: make(chan struct{}), work: make(chan *memWriter)}
+	base = context.WithValue(base, http.LocalAddrContextKey, net.Addr(Addr{}))
+	return &Transport{h: h, base: base, done: make(chan struct{}), work: make(chan *memWriter)}
 }
 
 // start runs w's handler on a waiting worker, or a new one.
-func (t *memTransport) start(w *memWriter) {
+func (t *Transport) start(w *memWriter) {
 	select {
 	case t.work <- w:
 	default:
@@ -120,7 +127,7 @@ func (t *memTransport) start(w *memWriter) {
 
 // worker runs w's handler, then the next ones it is given, until Close
 // (or while more than memMaxIdleConnsPerHost others wait).
-func (t *memTransport) worker(w *memWriter) {
+func (t *Transport) worker(w *memWriter) {
 	defer t.workers.Done()
 	for {
 		w.serve()
@@ -138,9 +145,9 @@ func (t *memTransport) worker(w *memWriter) {
 	}
 }
 
-// close refuses every request from now on, drops the ones waiting for an
+// Close refuses every request from now on, drops the ones waiting for an
 // answer and waits for their handlers to return.
-func (t *memTransport) close() {
+func (t *Transport) Close() {
 	t.mu.Lock()
 	if !t.closed {
 		t.closed = true
@@ -154,7 +161,7 @@ func (t *memTransport) close() {
 
 // CloseIdleConnections empties the keep-alive pool (http.Client's
 // CloseIdleConnections calls it).
-func (t *memTransport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	t.idle = nil
 	t.mu.Unlock()
@@ -163,15 +170,15 @@ func (t *memTransport) CloseIdleConnections() {
 // takeConn takes a connection for one exchange: the most recently idle
 // one when the pool has one (reused), else a new one. It refuses when the
 // server is closed.
-func (t *memTransport) takeConn() (httptrace.GotConnInfo, error) {
+func (t *Transport) takeConn() (httptrace.GotConnInfo, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return httptrace.GotConnInfo{}, errRefused
+		return httptrace.GotConnInfo{}, ErrRefused
 	}
 	info := httptrace.GotConnInfo{Conn: noConn}
 	now := time.Now()
-	for len(t.idle) > 0 && now.Sub(t.idle[0]) > memIdleConnTimeout {
+	for len(t.idle) > 0 && now.Sub(t.idle[0]) > IdleConnTimeout {
 		t.idle = t.idle[1:]
 	}
 	if n := len(t.idle); n > 0 {
@@ -190,7 +197,7 @@ var noConn net.Conn = &memConn{closed: true}
 var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections for host")
 
 // putIdle puts a connection whose exchange ended cleanly in the pool.
-func (t *memTransport) putIdle(trace *httptrace.ClientTrace) {
+func (t *Transport) putIdle(trace *httptrace.ClientTrace) {
 	t.mu.Lock()
 	var err error
 	switch {
@@ -208,7 +215,7 @@ func (t *memTransport) putIdle(trace *httptrace.ClientTrace) {
 }
 
 // RoundTrip sends req to the handler and returns its answer.
-func (t *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkClientRequest(req); err != nil {
 		closeRequestBody(req)
 		return nil, err
@@ -252,7 +259,7 @@ func (t *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // exchange runs one request through the handler, on a connection taken
 // with takeConn.
-func (t *memTransport) exchange(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+func (t *Transport) exchange(req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
 	sr, body, early := serverRequest(req)
 	if trace != nil {
 		if trace.WroteHeaderField != nil && sr != nil {
@@ -667,7 +674,7 @@ func (b *memReqBody) clientError() error {
 }
 
 // afterHandler does what net/http's server does with a body the handler
-// left unread before it answers: it reads up to maxPostHandlerRead more,
+// left unread before it answers: it reads up to MaxPostHandlerRead more,
 // and closes the connection after the answer if more remains. It reports
 // whether the connection must close.
 func (b *memReqBody) afterHandler() (closeConn, tooBig bool) {
@@ -688,10 +695,10 @@ func (b *memReqBody) afterHandler() (closeConn, tooBig bool) {
 		return true, false
 	case closed:
 		return false, false
-	case known && left >= maxPostHandlerRead:
+	case known && left >= MaxPostHandlerRead:
 		return true, true
 	}
-	_, err := io.CopyN(io.Discard, b, maxPostHandlerRead+1)
+	_, err := io.CopyN(io.Discard, b, MaxPostHandlerRead+1)
 	switch err {
 	case nil:
 		return true, true
@@ -704,7 +711,7 @@ func (b *memReqBody) afterHandler() (closeConn, tooBig bool) {
 // memWriter is the http.ResponseWriter the handler writes to. It keeps the
 // whole answer: the client gets it when the handler returns.
 type memWriter struct {
-	t      *memTransport
+	t      *Transport
 	trace  *httptrace.ClientTrace
 	req    *http.Request
 	cancel context.CancelFunc // ends req's context
@@ -1063,7 +1070,7 @@ func (w *memWriter) response(req *http.Request) *http.Response {
 // memRespBody is an answer's body. Read to the end, it puts its
 // connection back in the pool, as net/http's client does.
 type memRespBody struct {
-	t     *memTransport
+	t     *Transport
 	trace *httptrace.ClientTrace
 	keep  bool // the connection may be reused
 	short bool // the body ends before its Content-Length: the connection closed
@@ -1140,8 +1147,8 @@ func (c *memConn) Close() error {
 	return nil
 }
 
-func (c *memConn) LocalAddr() net.Addr              { return memAddr{} }
-func (c *memConn) RemoteAddr() net.Addr             { return memAddr{} }
+func (c *memConn) LocalAddr() net.Addr              { return Addr{} }
+func (c *memConn) RemoteAddr() net.Addr             { return Addr{} }
 func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
@@ -1162,3 +1169,17 @@ func (c *memConn) response(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// ErrRefused is what a request through a closed Transport returns, as
+// dialing a closed port would.
+var ErrRefused = &net.OpError{Op: "dial", Net: "memory", Addr: Addr{}, Err: syscall.ECONNREFUSED}
+
+// Addr is the in-memory server's address: not a TCP one, so the
+// fakeserver's guard against delivering webhooks to itself ignores it.
+type Addr struct{}
+
+// Network is "memory".
+func (Addr) Network() string { return "memory" }
+
+// String is "fakeserver".
+func (Addr) String() string { return "fakeserver" }
