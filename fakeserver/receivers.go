@@ -54,7 +54,7 @@ func (rs *receivers) lookup(host string) *inMemory {
 	return rs.byHost[host]
 }
 
-// close stops every receiver's in-memory server.
+// close stops every receiver's in-memory transport.
 func (rs *receivers) close() {
 	rs.mu.Lock()
 	rs.closed = true

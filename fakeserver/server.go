@@ -85,7 +85,7 @@ type Server struct {
 
 	handler http.Handler
 	hs      *loopback // set by Start
-	mem     inMemory  // HTTPClient's in-memory server (inmemory.go)
+	mem     inMemory  // HTTPClient's in-memory transport (inmemory.go)
 	// receivers are the in-process webhook receivers (receivers.go).
 	receivers receivers
 	self      selfAddrs // the server's own listeners (selfguard.go)
