@@ -12,16 +12,19 @@
 // lazily, on first delivery, from facts that never change, and those exact
 // bytes are what every attempt and every replay sends and signs.
 //
-// Deliveries: each attempt is a real HTTP POST made by a worker outside the
-// lock. Attempts to one subscription are made one at a time, in the order
-// they fall due. Workers are shared fairly: accounts take turns, and one
-// account's receivers never occupy more than half the workers, so a
-// receiver that never answers delays nobody else's deliveries.
+// Deliveries: each attempt is a real HTTP POST made outside the lock, on a
+// goroutine of its own from the moment it is due. Attempts to one
+// subscription are made one at a time, in the order they fall due;
+// different subscriptions' attempts never wait for each other, so a
+// receiver that is slow or never answers delays nobody else's deliveries
+// (see pool).
 //
 // Every attempt is tracked on the clock from the moment it is due until
 // its answer is recorded, but for no longer than the delivery timeout plus
 // a second, so a virtual-clock test sees each retry at its exact instant
-// and a receiver that hangs holds a clock call for at most its timeout.
+// and a receiver that hangs holds a clock call for at most that long
+// (clock.Clock waits for hanging work side by side, so this bounds the
+// whole call).
 package hooks
 
 import (
@@ -107,7 +110,6 @@ type Event struct {
 type Config struct {
 	Clock   *clock.Clock
 	Timeout time.Duration // how long a receiver has to answer
-	Workers int           // the size of the delivery pool
 	// Jitter turns a nominal retry wait into the actual one (nil: ±10 %).
 	Jitter func(time.Duration) time.Duration
 	// Transport makes the POSTs (it dials, guards and holds TLS config).
@@ -263,7 +265,6 @@ func New(cfg Config) *Hooks {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	cfg.Workers = max(1, cfg.Workers)
 	if cfg.MaxWaiting <= 0 {
 		cfg.MaxWaiting = DefaultMaxWaiting
 	}
@@ -511,7 +512,8 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 		return
 	}
 	sub.inFlight = true
-	h.pool.enqueue(sub.acct, j)
+	j.at = h.cfg.Clock.Now()
+	h.pool.enqueue(h, j)
 }
 
 // handOnLocked passes sub's turn to its next waiting attempt, if any.
@@ -526,7 +528,8 @@ func (h *Hooks) handOnLocked(sub *subscription) {
 	j := sub.waiting[0]
 	sub.waiting[0] = job{}
 	sub.waiting = sub.waiting[1:]
-	h.pool.enqueue(sub.acct, j)
+	j.at = h.cfg.Clock.Now()
+	h.pool.enqueue(h, j)
 }
 
 // dropWaitingLocked forgets sub's waiting attempts.
@@ -549,7 +552,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 		j.done()
 		return
 	}
-	start := h.cfg.Clock.Now()
+	start := j.at
 	d.attempts++
 	if d.attempts == 1 {
 		d.firstAttemptAt = start
