@@ -64,9 +64,9 @@ const (
 	DefaultMaxWaiting = 100_000
 	// DefaultMaxWaitingTotal is how many attempts may wait in all, over
 	// every subscription of both networks (Config.MaxWaitingTotal): ten
-	// subscriptions' full queues. A waiting attempt costs about 250 B
-	// beside its delivery record (BENCHMARKS.md), so the bound is about
-	// 250 MB however many accounts fall behind.
+	// subscriptions' full queues. A waiting attempt costs about 200 B
+	// beside its delivery record (BenchmarkWaitingGrowth), so the bound
+	// is about 200 MB however many accounts fall behind.
 	DefaultMaxWaitingTotal = 1_000_000
 	// trackSlack is how much longer than the delivery timeout a clock
 	// call waits for an attempt: its answer is recorded just after.
