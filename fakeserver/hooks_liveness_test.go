@@ -159,3 +159,69 @@ func TestHostileReceiversHoldAdvanceForOneTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAReceiverMovesTheClockFromItsOwnDelivery (issue 16 item 5): an
+// in-process receiver that calls Sync (and, on the virtual clock, Advance,
+// which confirms the transfer: a second event for the same receiver,
+// waiting behind the delivery under way) from inside its own delivery
+// waits for neither, and answers in time: both deliveries succeed.
+func TestAReceiverMovesTheClockFromItsOwnDelivery(t *testing.T) {
+	for _, real := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithDeliveryTimeout(hostileTimeout)}
+			if real {
+				opts = append(opts, fakeserver.WithRealClock())
+			}
+			srv := fakeserver.New(t, opts...)
+			alice := srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+			srv.AddAccount(t, fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
+			srv.AddFunds(t, "@alice", "USDG", "100")
+			var mu sync.Mutex
+			var waits []time.Duration
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				start := time.Now()
+				srv.Sync()
+				if !real {
+					srv.Advance(time.Second)
+				}
+				mu.Lock()
+				waits = append(waits, time.Since(start))
+				mu.Unlock()
+				w.WriteHeader(http.StatusNoContent)
+			})
+			if _, err := srv.SubscribeHandler("@alice", confpay.NetworkTest, h, "whsec_selfwait0123456789abcdef", confpay.EventTransferInitiated, confpay.EventTransferConfirmed); err != nil {
+				t.Fatal(err)
+			}
+			c := srv.Client(alice.TestKey, confpay.WithMaxRetries(0))
+			if _, err := c.Transfers.Create(t.Context(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")}); err != nil {
+				t.Fatal(err)
+			}
+			// A minute of bubble time: whatever the receiver's calls
+			// wait for, they are done (a clock call from the test would
+			// contend for the clock with the receiver's, and a bubble
+			// does not count a goroutine waiting for a mutex as
+			// blocked).
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			mu.Lock()
+			got := append([]time.Duration(nil), waits...)
+			mu.Unlock()
+			if len(got) != 2 || got[0] != 0 || got[1] != 0 {
+				t.Errorf("real=%v: the receiver's clock calls from inside its deliveries waited %v, want 0 twice", real, got)
+			}
+			recs, err := srv.Deliveries("@alice", confpay.NetworkTest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range recs {
+				if d.Status != confpay.DeliverySucceeded {
+					t.Errorf("real=%v: %s delivery %s, want succeeded", real, d.Event, d.Status)
+				}
+			}
+			if len(recs) != 2 {
+				t.Errorf("real=%v: %d deliveries, want 2", real, len(recs))
+			}
+		})
+	}
+}

@@ -47,12 +47,14 @@ type Clock struct {
 	// and replaced whenever a piece ends; caller is the clock call whose
 	// timer runs now, if any; maxLimit is the largest limit work was
 	// tracked with. busyMu guards them and is a leaf.
-	busyMu   sync.Mutex
-	live     list.List
-	workSeq  uint64
-	changed  chan struct{}
-	caller   *waiter
-	maxLimit time.Duration
+	busyMu    sync.Mutex
+	live      list.List
+	workSeq   uint64
+	changed   chan struct{}
+	caller    *waiter
+	maxLimit  time.Duration
+	inside    map[uint64]*work // by goroutine id (inside.go)
+	suspended map[any]int      // keys no call waits for, with how many calls suspend them (inside.go)
 
 	wake chan struct{} // real mode: the queue head changed
 	stop chan struct{}
@@ -158,6 +160,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	if d < 0 {
 		d = 0
 	}
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	c.mu.Lock()
@@ -169,6 +172,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 // Set moves the clock to t (forward or backward), runs whatever is due and
 // returns the new time.
 func (c *Clock) Set(t time.Time) time.Time {
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	return c.moveTo(t.UTC(), true)
@@ -177,6 +181,7 @@ func (c *Clock) Set(t time.Time) time.Time {
 // RunDue runs every timer due at the current time and waits for the work
 // they start. It is what "wait until all work due now has run" means.
 func (c *Clock) RunDue() {
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	c.mu.Lock()
@@ -240,6 +245,9 @@ type work struct {
 	deadline time.Time
 	elem     *list.Element
 	done     bool
+	// key groups work that waits on the same thing (inside.go): the
+	// work itself unless TrackWork named one.
+	key any
 }
 
 // Track marks asynchronous work as under way (for example a webhook
@@ -251,11 +259,20 @@ type work struct {
 // keeps a record of the work only while it is under way and within its
 // limit.
 func (c *Clock) Track(limit time.Duration) (done func()) {
-	w := &work{}
+	w := c.track(limit, nil)
+	return func() { c.end(w) }
+}
+
+func (c *Clock) track(limit time.Duration, key any) *work {
+	w := &work{key: key}
+	if key == nil {
+		w.key = w
+	}
 	if limit > 0 {
 		w.deadline = time.Now().Add(limit)
 	}
 	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
 	c.workSeq++
 	w.seq = c.workSeq
 	w.elem = c.live.PushBack(w)
@@ -263,21 +280,28 @@ func (c *Clock) Track(limit time.Duration) (done func()) {
 		c.caller.own = append(c.caller.own, w)
 	}
 	c.maxLimit = max(c.maxLimit, limit)
-	c.busyMu.Unlock()
-	return func() {
-		c.busyMu.Lock()
-		defer c.busyMu.Unlock()
-		if w.done {
-			return
-		}
-		w.done = true
-		if w.elem != nil {
-			c.live.Remove(w.elem)
-			w.elem = nil
-		}
-		close(c.changed)
-		c.changed = make(chan struct{})
+	return w
+}
+
+// end ends w, once.
+func (c *Clock) end(w *work) {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	if w.done {
+		return
 	}
+	w.done = true
+	if w.elem != nil {
+		c.live.Remove(w.elem)
+		w.elem = nil
+	}
+	c.signalLocked()
+}
+
+// signalLocked wakes the waiting calls. c.busyMu must be held.
+func (c *Clock) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // waiter is what one clock call waits for: the work tracked before the
@@ -319,7 +343,10 @@ func (c *Clock) runTimer(w *waiter, t *Timer, now time.Time) {
 
 // WaitIdle blocks until the work tracked before the call has ended,
 // leaving out work past its limit.
-func (c *Clock) WaitIdle() { c.wait(c.newWaiter()) }
+func (c *Clock) WaitIdle() {
+	defer c.suspendCaller()()
+	c.wait(c.newWaiter())
+}
 
 // wait blocks until nothing w waits for is under way.
 func (c *Clock) wait(w *waiter) {
@@ -337,6 +364,10 @@ func (c *Clock) wait(w *waiter) {
 				break
 			}
 			next := e.Next()
+			if c.suspended[x.key] > 0 {
+				e = next
+				continue
+			}
 			if x.deadline.IsZero() || now.Before(x.deadline) {
 				head, until = x, x.deadline
 				break
@@ -349,7 +380,7 @@ func (c *Clock) wait(w *waiter) {
 			end := w.start.Add(c.maxLimit)
 			for len(w.own) > 0 {
 				x := w.own[0]
-				if !x.done && (x.deadline.IsZero() || (now.Before(x.deadline) && now.Before(end))) {
+				if !x.done && c.suspended[x.key] == 0 && (x.deadline.IsZero() || (now.Before(x.deadline) && now.Before(end))) {
 					head, until = x, x.deadline
 					if end.Before(until) {
 						until = end

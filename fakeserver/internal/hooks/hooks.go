@@ -535,7 +535,9 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 		d.nextAttemptAt = nil
 		return
 	}
-	j := job{d: d, done: h.cfg.Clock.Track(h.cfg.Timeout + trackSlack)}
+	// The key is the subscription: its attempts go one after another,
+	// so a receiver's clock call waits for none of them (clock.Work.Inside).
+	j := job{d: d, work: h.cfg.Clock.TrackWork(h.cfg.Timeout+trackSlack, sub)}
 	if sub.inFlight {
 		sub.waiting = append(sub.waiting, j)
 		h.waiting++
@@ -566,7 +568,7 @@ func (h *Hooks) handOnLocked(sub *subscription) {
 // dropWaitingLocked forgets sub's waiting attempts.
 func (h *Hooks) dropWaitingLocked(sub *subscription) {
 	for _, j := range sub.waiting {
-		j.done()
+		j.work.Done()
 	}
 	h.waiting -= len(sub.waiting)
 	sub.waiting = nil
@@ -581,7 +583,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	if d.cancelled || h.pool != p {
 		h.handOnLocked(d.sub)
 		h.mu.Unlock()
-		j.done()
+		j.work.Done()
 		return
 	}
 	start := j.at
@@ -591,7 +593,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	}
 	d.lastAttemptAt = start
 	d.nextAttemptAt = nil
-	ctx, cancel := context.WithTimeout(p.ctx, h.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(clock.WithWork(p.ctx, j.work), h.cfg.Timeout)
 	d.abort = cancel
 	body := d.ev.body
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
@@ -618,7 +620,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	h.recordLocked(p, d, start, code)
 	h.handOnLocked(d.sub)
 	h.mu.Unlock()
-	j.done()
+	j.work.Done()
 }
 
 // recordLocked applies an attempt's answer: success, failure, or the next

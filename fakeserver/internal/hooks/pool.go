@@ -10,6 +10,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -18,11 +19,13 @@ import (
 const maxDrainBytes = 64 << 10
 
 // job is one attempt handed on: at is when it was due (the instant its
-// record shows); done ends its tracking on the clock.
+// record shows); work is its tracking on the clock, which the request's
+// context carries (clock.WithWork) so that an in-process receiver's
+// clock calls never wait for their own delivery.
 type job struct {
 	d    *delivery
 	at   time.Time
-	done func()
+	work *clock.Work
 }
 
 // pool makes the attempts, each on a goroutine of its own from the moment
@@ -62,7 +65,7 @@ func (p *pool) enqueue(h *Hooks, j job) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		j.done()
+		j.work.Done()
 		return
 	}
 	p.wg.Add(1)
