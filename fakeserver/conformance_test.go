@@ -204,7 +204,7 @@ func checkConforms(t *testing.T, what string, a answer, status int, golden strin
 }
 
 func TestConformance(t *testing.T) {
-	srv := fakeserver.New(t, fakeserver.WithDeliveryWorkers(1))
+	srv := fakeserver.New(t)
 	alice, bob := newAccount(t, srv, "@alice"), newAccount(t, srv, "@bob")
 	srv.AddFunds(t, "@alice", "USDG", "100")
 	srv.AddFunds(t, "@alice", "ETH", "1")

@@ -32,7 +32,6 @@ func (s *Server) newHooks() *hooks.Hooks {
 	cfg := hooks.Config{
 		Clock:     s.clock,
 		Timeout:   s.opts.deliveryTimeout,
-		Workers:   s.opts.deliveryWorkers,
 		Transport: hookTransport(receiverRouter{base: tr, rs: &s.receivers}),
 		Log:       s.log,
 	}

@@ -259,7 +259,7 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 	const span = 60 * 24 * time.Hour
 	steps := min(total, int(span/time.Minute))
 	for b.Loop() {
-		srv := fakeserver.NewServer(fakeserver.WithDeliveryWorkers(8))
+		srv := fakeserver.NewServer()
 		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 		}))

@@ -59,29 +59,6 @@ func TestDeleteAbortsTheAttemptInFlight(t *testing.T) {
 	}
 }
 
-func TestDeleteDropsQueuedAttempts(t *testing.T) {
-	s := New(t, WithDeliveryWorkers(1))
-	blocker := newHookReceiver(t, s, answerAlways(0))
-	rc := newHookReceiver(t, s, answerAlways(200))
-	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
-	wBlock := subscribeHooks(t, bob, blocker.url(), webhookverify.KindTransferInitiated)
-	w := subscribeHooks(t, alice, rc.url(), webhookverify.KindTransferInitiated)
-	// The only worker is busy with bob's request while alice's waits.
-	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, bob.acct, alice.acct))
-	blocker.waitFor(t, 1)
-	emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, alice.acct, bob.acct))
-	if err := alice.client.Webhooks.Delete(context.Background(), w.WebhookID); err != nil {
-		t.Fatal(err)
-	}
-	if err := bob.client.Webhooks.Delete(context.Background(), wBlock.WebhookID); err != nil {
-		t.Fatal(err)
-	}
-	s.Sync()
-	if n := rc.count(); n != 0 {
-		t.Fatalf("a queued attempt of a deleted subscription was sent (%d requests)", n)
-	}
-}
-
 func TestReplayOfAFailedDelivery(t *testing.T) {
 	s := New(t)
 	setJitter(s, noJitter)
@@ -250,7 +227,7 @@ func TestResetStopsDeliveriesAndStartsAfresh(t *testing.T) {
 }
 
 func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
-	s := New(t, WithDeliveryWorkers(8))
+	s := New(t)
 	var inFlight, most atomic.Int32
 	rc := newHookReceiver(t, s, func(int, *http.Request) int {
 		n := inFlight.Add(1)
@@ -292,7 +269,7 @@ func TestDeliveriesToOneSubscriptionKeepOrder(t *testing.T) {
 }
 
 func TestSubscriptionsAreDeliveredInParallel(t *testing.T) {
-	s := New(t, WithDeliveryWorkers(2))
+	s := New(t)
 	slow1, slow2 := newHookReceiver(t, s, answerAlways(0)), newHookReceiver(t, s, answerAlways(0))
 	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
 	w1 := subscribeHooks(t, alice, slow1.url(), webhookverify.KindTransferInitiated)

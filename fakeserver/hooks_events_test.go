@@ -307,7 +307,7 @@ func TestEmitWithoutSubscribersRecordsTheEvent(t *testing.T) {
 // The receiver answers non-2xx statuses in other tests; here a subscriber
 // whose receiver fails does not hold up another's delivery.
 func TestOneFailingReceiverDoesNotBlockAnother(t *testing.T) {
-	s := New(t, WithDeliveryWorkers(1))
+	s := New(t)
 	alice, bob := newTestParty(t, s, "@alice"), newTestParty(t, s, "@bob")
 	bad, good := newHookReceiver(t, s, answerAlways(http.StatusInternalServerError)), newHookReceiver(t, s, answerAlways(200))
 	subscribeHooks(t, alice, bad.url(), webhookverify.KindTransferConfirmed)

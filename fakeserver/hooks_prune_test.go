@@ -65,7 +65,7 @@ func TestEventsAndDeliveriesArePruned(t *testing.T) {
 func BenchmarkHookMemoryOver60Days(b *testing.B) {
 	total := *soakEvents
 	for b.Loop() {
-		s := NewServer(WithDeliveryWorkers(8))
+		s := NewServer()
 		// A receiver that keeps nothing, so that only the server's memory
 		// is measured.
 		rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

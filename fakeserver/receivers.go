@@ -27,6 +27,7 @@ type receivers struct {
 	seq    int
 	byHost map[string]*inMemory
 	closed bool
+	work   workTokens // the work of in-process deliveries (selfwait.go)
 }
 
 // add registers h and returns the URL deliveries to it use.
@@ -39,7 +40,7 @@ func (rs *receivers) add(h http.Handler) string {
 	rs.seq++
 	host := "receiver-" + strconv.Itoa(rs.seq) + receiverDomain
 	m := &inMemory{closed: rs.closed}
-	m.client(h)
+	m.client(rs.work.wrap(h))
 	rs.byHost[host] = m
 	return "http://" + host + "/webhooks"
 }
@@ -84,6 +85,8 @@ func (rr receiverRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 		m.mu.Lock()
 		hc := m.hc
 		m.mu.Unlock()
+		req, forget := rr.rs.work.mark(req)
+		defer forget()
 		return hc.Transport.RoundTrip(req)
 	}
 	return rr.base.RoundTrip(req)

@@ -114,7 +114,6 @@ type options struct {
 	blockTime        time.Duration
 	approvalWindow   time.Duration
 	deliveryTimeout  time.Duration
-	deliveryWorkers  int
 	noDeliveryJitter bool
 	deliveryTLS      *tls.Config
 	logger           *slog.Logger
@@ -153,9 +152,6 @@ const (
 	// DefaultDeliveryTimeout is how long a webhook receiver has to answer
 	// (WithDeliveryTimeout).
 	DefaultDeliveryTimeout = 10 * time.Second
-	// DefaultDeliveryWorkers is the size of the webhook delivery pool
-	// (WithDeliveryWorkers).
-	DefaultDeliveryWorkers = 8
 	// DefaultMaxIdempotencyKeys is how many Idempotency-Keys the server
 	// keeps per account and network (WithMaxIdempotencyKeys).
 	DefaultMaxIdempotencyKeys = idempotency.DefaultMaxPerOwner
@@ -182,9 +178,14 @@ func WithDeliveryTLSConfig(c *tls.Config) Option { return func(o *options) { o.d
 // the instant of each attempt.
 func WithoutDeliveryJitter() Option { return func(o *options) { o.noDeliveryJitter = true } }
 
-// WithDeliveryWorkers sets the size of the webhook delivery pool (default
-// DefaultDeliveryWorkers, 8).
-func WithDeliveryWorkers(n int) Option { return func(o *options) { o.deliveryWorkers = n } }
+// WithDeliveryWorkers has no effect. Deliveries used to share a pool of n
+// workers; now each attempt is made on a goroutine of its own from the
+// moment it is due, so that a receiver that is slow or never answers
+// delays no other subscription's deliveries, however many such receivers
+// there are (at most one attempt per subscription is in flight).
+//
+// Deprecated: deliveries are no longer pooled; drop the option.
+func WithDeliveryWorkers(int) Option { return func(*options) {} }
 
 // WithLogger sets where the server logs (default: nowhere). It never logs
 // keys, secrets, proofs or figures.
@@ -235,7 +236,6 @@ func NewUnstartedServer(opts ...Option) *Server {
 		blockTime:          time.Second,
 		approvalWindow:     24 * time.Hour,
 		deliveryTimeout:    DefaultDeliveryTimeout,
-		deliveryWorkers:    DefaultDeliveryWorkers,
 		ethRate:            confpay.MustParseLimit("3000"),
 		maxHeld:            DefaultMaxHeldPerAgent,
 		maxIdempotencyKeys: DefaultMaxIdempotencyKeys,

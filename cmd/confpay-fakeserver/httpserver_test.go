@@ -87,7 +87,7 @@ func TestLimitsRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"-read-header-timeout", "0s"}, {"-read-timeout", "-1s"}, {"-write-timeout", "0s"},
 		{"-idle-timeout", "0s"}, {"-shutdown-timeout", "0s"}, {"-max-header-bytes", "10"},
-		{"-delivery-timeout", "0s"}, {"-delivery-workers", "0"}, {"-max-held-per-agent", "0"},
+		{"-delivery-timeout", "0s"}, {"-max-held-per-agent", "0"},
 		{"-max-idempotency-keys", "-1"},
 	} {
 		err := run(t.Context(), append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard, io.Discard)

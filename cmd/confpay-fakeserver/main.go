@@ -97,8 +97,8 @@ type config struct {
 
 // bounds are the server's own limits the flags can change.
 type bounds struct {
-	deliveryTimeout                   time.Duration
-	deliveryWorkers, maxHeld, maxKeys int
+	deliveryTimeout  time.Duration
+	maxHeld, maxKeys int
 }
 
 // check refuses a bound that would remove the limit: each must be above 0.
@@ -109,7 +109,7 @@ func (b bounds) check() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"-delivery-workers", b.deliveryWorkers}, {"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}} {
+	}{{"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}} {
 		if n.v <= 0 {
 			return fmt.Errorf("%s must be above 0", n.name)
 		}
@@ -119,7 +119,7 @@ func (b bounds) check() error {
 
 // options are the fakeserver options that set the bounds.
 func (b bounds) options() []fakeserver.Option {
-	return []fakeserver.Option{fakeserver.WithDeliveryTimeout(b.deliveryTimeout), fakeserver.WithDeliveryWorkers(b.deliveryWorkers),
+	return []fakeserver.Option{fakeserver.WithDeliveryTimeout(b.deliveryTimeout),
 		fakeserver.WithMaxHeldPerAgent(b.maxHeld), fakeserver.WithMaxIdempotencyKeys(b.maxKeys)}
 }
 
@@ -142,7 +142,6 @@ func defineFlags(fs *flag.FlagSet) *config {
 	fs.IntVar(&c.limits.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request head in bytes")
 	fs.DurationVar(&c.limits.drain, "shutdown-timeout", 10*time.Second, "how long requests in flight may finish on stop")
 	fs.DurationVar(&c.bounds.deliveryTimeout, "delivery-timeout", fakeserver.DefaultDeliveryTimeout, "how long a webhook receiver has to answer")
-	fs.IntVar(&c.bounds.deliveryWorkers, "delivery-workers", fakeserver.DefaultDeliveryWorkers, "webhook deliveries in flight at once")
 	fs.IntVar(&c.bounds.maxHeld, "max-held-per-agent", fakeserver.DefaultMaxHeldPerAgent, "payments waiting for a decision per agent and network")
 	fs.IntVar(&c.bounds.maxKeys, "max-idempotency-keys", fakeserver.DefaultMaxIdempotencyKeys, "Idempotency-Keys kept per account and network")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")

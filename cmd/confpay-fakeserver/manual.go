@@ -25,8 +25,8 @@ SYNOPSIS
                        [-read-header-timeout d] [-read-timeout d]
                        [-write-timeout d] [-idle-timeout d]
                        [-max-header-bytes n] [-shutdown-timeout d]
-                       [-delivery-timeout d] [-delivery-workers n]
-                       [-max-held-per-agent n] [-max-idempotency-keys n]
+                       [-delivery-timeout d] [-max-held-per-agent n]
+                       [-max-idempotency-keys n]
     confpay-fakeserver -version
     confpay-fakeserver -help
 
@@ -96,9 +96,6 @@ OPTIONS
         for (default 10s); then they are cut off.
     -delivery-timeout d
         How long a webhook receiver has to answer a delivery (default 10s).
-    -delivery-workers n
-        Webhook deliveries in flight at once (default 8), shared fairly
-        between subscriptions.
     -max-held-per-agent n
         Payments that may wait for the owner's decision per agent and
         network (default 1000); one more answers 429 rate_limited.

@@ -5,6 +5,7 @@ package clock
 
 import (
 	"container/heap"
+	"container/list"
 	"sync"
 	"time"
 )
@@ -19,10 +20,13 @@ import (
 //
 // Advance moves time forward timer by timer: each timer runs with Now equal
 // to its own deadline, and after each step the clock waits until the work
-// that step started (tracked with Track) has finished, or has run past the
-// limit it was tracked with. So a test that advances 24 hours sees every
-// retry at its exact scheduled instant, and a receiver that never answers
-// holds a clock call no longer than its delivery timeout.
+// tracked (with Track) before the call began and the work its steps
+// started have finished, or have run past the limit they were tracked
+// with. So a test that advances 24 hours sees every retry at its exact
+// scheduled instant. A call never waits longer than the largest limit
+// (plus the time its timer functions take to run): work that hangs is
+// waited for side by side, not one piece after another, and work tracked
+// by anything else while the call runs is not waited for (see waiter).
 //
 // Lock discipline: c.mu guards the queue and the time; it is never held
 // while a timer function runs. c.run serialises the running of timers, so
@@ -38,12 +42,19 @@ type Clock struct {
 
 	run sync.Mutex // held while timers run
 
-	// work is the tracked work under way, in the order it was tracked
-	// (so by deadline: every item of one clock has the same limit);
-	// changed is closed and replaced whenever an item ends.
-	busyMu  sync.Mutex
-	work    []*work
-	changed chan struct{}
+	// live is the tracked work under way and within its limit, in the
+	// order it was tracked (*work); workSeq numbers it; changed is closed
+	// and replaced whenever a piece ends; caller is the clock call whose
+	// timer runs now, if any; maxLimit is the largest limit work was
+	// tracked with. busyMu guards them and is a leaf.
+	busyMu    sync.Mutex
+	live      list.List
+	workSeq   uint64
+	changed   chan struct{}
+	caller    *waiter
+	maxLimit  time.Duration
+	inside    map[uint64]*work // by goroutine id (inside.go)
+	suspended map[any]int      // keys no call waits for, with how many calls suspend them (inside.go)
 
 	wake chan struct{} // real mode: the queue head changed
 	stop chan struct{}
@@ -149,6 +160,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	if d < 0 {
 		d = 0
 	}
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	c.mu.Lock()
@@ -160,6 +172,7 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 // Set moves the clock to t (forward or backward), runs whatever is due and
 // returns the new time.
 func (c *Clock) Set(t time.Time) time.Time {
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	return c.moveTo(t.UTC(), true)
@@ -168,6 +181,7 @@ func (c *Clock) Set(t time.Time) time.Time {
 // RunDue runs every timer due at the current time and waits for the work
 // they start. It is what "wait until all work due now has run" means.
 func (c *Clock) RunDue() {
+	defer c.suspendCaller()()
 	c.run.Lock()
 	defer c.run.Unlock()
 	c.mu.Lock()
@@ -181,14 +195,15 @@ func (c *Clock) RunDue() {
 // it never moves back: a real clock that ran timers for a while has passed
 // target already and stays where the wall clock is.
 func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
+	w := c.newWaiter()
 	for {
 		if c.virtual {
-			c.WaitIdle()
+			c.wait(w)
 		} else {
 			// A real clock's own timers keep firing while the call
 			// waits for deliveries: nothing else is held up by them.
 			c.run.Unlock()
-			c.WaitIdle()
+			c.wait(w)
 			c.run.Lock()
 		}
 		c.mu.Lock()
@@ -209,7 +224,7 @@ func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 		}
 		now := c.nowLocked().Truncate(Resolution)
 		c.mu.Unlock()
-		t.f(now)
+		c.runTimer(w, t, now)
 	}
 }
 
@@ -221,77 +236,171 @@ func (c *Clock) setLocked(t time.Time) {
 	c.offset = t.Sub(time.Now().UTC())
 }
 
-// work is one tracked piece of work: done once it ended; deadline is the
-// wall-clock instant after which WaitIdle stops waiting for it (zero: no
-// limit).
+// work is one tracked piece of work: seq is its place in tracking order;
+// deadline is the wall-clock instant after which no call waits for it
+// (zero: no limit); elem is its place in c.live, nil once it ended or
+// passed its deadline.
 type work struct {
-	done     bool
+	seq      uint64
 	deadline time.Time
+	elem     *list.Element
+	done     bool
+	// key groups work that waits on the same thing (inside.go): the
+	// work itself unless TrackWork named one.
+	key any
 }
 
 // Track marks asynchronous work as under way (for example a webhook
 // delivery started by a timer); call the returned function when it is
-// done. Advance, Set, RunDue and WaitIdle wait for tracked work, but for
-// at most limit of real time from now (limit <= 0: as long as it takes),
-// so that work which hangs (a receiver that never answers) holds no clock
-// call longer than that.
+// done. Advance, Set, RunDue and WaitIdle wait for tracked work (see
+// waiter for which), but for at most limit of real time from now
+// (limit <= 0: as long as it takes), so that work which hangs (a receiver
+// that never answers) holds no clock call longer than that. The clock
+// keeps a record of the work only while it is under way and within its
+// limit.
 func (c *Clock) Track(limit time.Duration) (done func()) {
-	w := &work{}
+	w := c.track(limit, nil)
+	return func() { c.end(w) }
+}
+
+func (c *Clock) track(limit time.Duration, key any) *work {
+	w := &work{key: key}
+	if key == nil {
+		w.key = w
+	}
 	if limit > 0 {
 		w.deadline = time.Now().Add(limit)
 	}
 	c.busyMu.Lock()
-	c.work = append(c.work, w)
-	c.busyMu.Unlock()
-	return func() {
-		c.busyMu.Lock()
-		defer c.busyMu.Unlock()
-		if w.done {
-			return
-		}
-		w.done = true
-		// Forget the ended work at the front, so that a clock nobody
-		// waits on (a real one) keeps no record of it.
-		i := 0
-		for i < len(c.work) && c.work[i].done {
-			i++
-		}
-		clear(c.work[:i])
-		c.work = c.work[i:]
-		close(c.changed)
-		c.changed = make(chan struct{})
+	defer c.busyMu.Unlock()
+	c.workSeq++
+	w.seq = c.workSeq
+	w.elem = c.live.PushBack(w)
+	if c.caller != nil {
+		c.caller.own = append(c.caller.own, w)
 	}
+	c.maxLimit = max(c.maxLimit, limit)
+	return w
 }
 
-// WaitIdle blocks until no tracked work is under way, leaving out work
-// past its limit.
+// end ends w, once.
+func (c *Clock) end(w *work) {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	if w.done {
+		return
+	}
+	w.done = true
+	if w.elem != nil {
+		c.live.Remove(w.elem)
+		w.elem = nil
+	}
+	c.signalLocked()
+}
+
+// signalLocked wakes the waiting calls. c.busyMu must be held.
+func (c *Clock) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// waiter is what one clock call waits for: the work tracked before the
+// call began (seq up to upTo), each piece until it ends or reaches its
+// limit, and the work its own timers started (own), each piece until it
+// ends, reaches its limit or the call has run for the largest limit any
+// work was tracked with. Work tracked meanwhile by anything else (a
+// request, a real clock's own timers, a delivery handing on to the next
+// waiting one) is not waited for, so a steady stream of new work never
+// holds a call. The whole wait of a call is thus bounded by one limit:
+// work that hangs is waited for side by side, not one piece after
+// another.
+type waiter struct {
+	upTo  uint64
+	start time.Time
+	own   []*work
+}
+
+// newWaiter begins a clock call's wait.
+func (c *Clock) newWaiter() *waiter {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	return &waiter{upTo: c.workSeq, start: time.Now()}
+}
+
+// runTimer runs t's function at now on behalf of the call w: the work it
+// tracks is w's own. c.run must be held.
+func (c *Clock) runTimer(w *waiter, t *Timer, now time.Time) {
+	c.busyMu.Lock()
+	c.caller = w
+	c.busyMu.Unlock()
+	defer func() {
+		c.busyMu.Lock()
+		c.caller = nil
+		c.busyMu.Unlock()
+	}()
+	t.f(now)
+}
+
+// WaitIdle blocks until the work tracked before the call has ended,
+// leaving out work past its limit.
 func (c *Clock) WaitIdle() {
+	defer c.suspendCaller()()
+	c.wait(c.newWaiter())
+}
+
+// wait blocks until nothing w waits for is under way.
+func (c *Clock) wait(w *waiter) {
 	for {
 		c.busyMu.Lock()
 		now := time.Now()
-		// Drop what ended or ran out of time from the front; work
-		// behind the first live item waits for its turn.
-		i := 0
-		for ; i < len(c.work); i++ {
-			w := c.work[i]
-			if !w.done && (w.deadline.IsZero() || now.Before(w.deadline)) {
+		var head *work
+		until := time.Time{}
+		// Work tracked before the call, in order: what ended left the
+		// list; what passed its limit leaves it now (no call waits for
+		// it again).
+		for e := c.live.Front(); e != nil; {
+			x := e.Value.(*work)
+			if x.seq > w.upTo {
 				break
 			}
+			next := e.Next()
+			if c.suspended[x.key] > 0 {
+				e = next
+				continue
+			}
+			if x.deadline.IsZero() || now.Before(x.deadline) {
+				head, until = x, x.deadline
+				break
+			}
+			c.live.Remove(e)
+			x.elem = nil
+			e = next
 		}
-		clear(c.work[:i])
-		c.work = c.work[i:]
-		if len(c.work) == 0 {
-			c.work = nil
-			c.busyMu.Unlock()
+		if head == nil {
+			end := w.start.Add(c.maxLimit)
+			for len(w.own) > 0 {
+				x := w.own[0]
+				if !x.done && c.suspended[x.key] == 0 && (x.deadline.IsZero() || (now.Before(x.deadline) && now.Before(end))) {
+					head, until = x, x.deadline
+					if end.Before(until) {
+						until = end
+					}
+					break
+				}
+				w.own[0] = nil
+				w.own = w.own[1:]
+			}
+		}
+		changed := c.changed
+		c.busyMu.Unlock()
+		if head == nil {
 			return
 		}
-		head, changed := c.work[0], c.changed
-		c.busyMu.Unlock()
-		if head.deadline.IsZero() {
+		if until.IsZero() {
 			<-changed
 			continue
 		}
-		t := time.NewTimer(head.deadline.Sub(now))
+		t := time.NewTimer(until.Sub(now))
 		select {
 		case <-changed:
 		case <-t.C:

@@ -221,10 +221,107 @@ func TestTrackForgetsEndedWork(t *testing.T) {
 	for range 1000 {
 		c.Track(time.Second)()
 	}
-	c.busyMu.Lock()
-	n := len(c.work)
-	c.busyMu.Unlock()
-	if n != 0 {
+	if n := liveWork(c); n != 0 {
 		t.Fatalf("%d ended items kept", n)
 	}
+}
+
+// liveWork is how many pieces of work c keeps a record of.
+func liveWork(c *Clock) int {
+	c.busyMu.Lock()
+	defer c.busyMu.Unlock()
+	return c.live.Len()
+}
+
+// TestTrackForgetsEndedWorkBehindAStuckItem (issue 16 item 3): one piece
+// of work that never ends (a delivery to a receiver that never answers)
+// does not keep the record of every piece tracked after it.
+func TestTrackForgetsEndedWorkBehindAStuckItem(t *testing.T) {
+	c := NewReal()
+	defer c.Close()
+	stuck := c.Track(time.Hour)
+	for range 1000 {
+		c.Track(time.Hour)()
+	}
+	if n := liveWork(c); n != 1 {
+		t.Fatalf("%d items kept, want the stuck one only", n)
+	}
+	stuck()
+	if n := liveWork(c); n != 0 {
+		t.Fatalf("%d items kept after the stuck one ended", n)
+	}
+}
+
+// TestACallDoesNotWaitForWorkTrackedAfterItBegan (issue 16 item 5): a
+// clock call waits for the work under way when it began and the work its
+// own timers start, not for work that others start meanwhile, so a
+// steady stream of new work (or a real clock's own timers) never holds
+// it.
+func TestACallDoesNotWaitForWorkTrackedAfterItBegan(t *testing.T) {
+	for _, real := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			c := NewVirtual(testStart)
+			if real {
+				c = NewReal()
+			}
+			defer c.Close()
+			before := c.Track(10 * time.Second)
+			start := time.Now()
+			returned := make(chan time.Duration)
+			go func() {
+				c.RunDue()
+				returned <- time.Since(start)
+			}()
+			synctest.Wait() // RunDue waits for before
+			// Work that others start meanwhile, and never finish: a
+			// request's, and on a real clock a timer's that its own
+			// goroutine runs.
+			c.Track(10 * time.Second)
+			if real {
+				c.At(c.Now(), func(time.Time) { c.Track(10 * time.Second) })
+				synctest.Wait()
+			}
+			time.Sleep(time.Second)
+			before()
+			if d := <-returned; d != time.Second {
+				t.Fatalf("real=%v: RunDue returned after %v, want 1s (when the work it waited for ended)", real, d)
+			}
+		})
+	}
+}
+
+// TestACallWaitsForHangingWorkSideBySide (issue 16 item 5): on a virtual
+// clock, each of ten steps starts work that never ends (a retry to a
+// receiver that never answers); the call waits for all of it side by
+// side, at most the limit in all, not the limit once per step.
+func TestACallWaitsForHangingWorkSideBySide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewVirtual(testStart)
+		defer c.Close()
+		for i := range 10 {
+			c.At(testStart.Add(time.Duration(i+1)*time.Minute), func(time.Time) { c.Track(10 * time.Second) })
+		}
+		// Work that ends in time is waited for, as long as the bound
+		// allows.
+		var finished atomic.Bool
+		c.At(testStart.Add(time.Second), func(time.Time) {
+			done := c.Track(10 * time.Second)
+			go func() {
+				time.Sleep(2 * time.Second)
+				finished.Store(true)
+				done()
+			}()
+		})
+		start := time.Now()
+		c.Advance(time.Hour)
+		if d := time.Since(start); d != 10*time.Second {
+			t.Fatalf("Advance took %v, want the 10s limit once", d)
+		}
+		if !finished.Load() {
+			t.Fatal("Advance returned before the work that ends in time ended")
+		}
+		if got := c.Now(); !got.Equal(testStart.Add(time.Hour)) {
+			t.Fatalf("the clock stands at %v, want %v", got, testStart.Add(time.Hour))
+		}
+	})
 }

@@ -12,16 +12,19 @@
 // lazily, on first delivery, from facts that never change, and those exact
 // bytes are what every attempt and every replay sends and signs.
 //
-// Deliveries: each attempt is a real HTTP POST made by a worker outside the
-// lock. Attempts to one subscription are made one at a time, in the order
-// they fall due. Workers are shared fairly: accounts take turns, and one
-// account's receivers never occupy more than half the workers, so a
-// receiver that never answers delays nobody else's deliveries.
+// Deliveries: each attempt is a real HTTP POST made outside the lock, on a
+// goroutine of its own from the moment it is due. Attempts to one
+// subscription are made one at a time, in the order they fall due;
+// different subscriptions' attempts never wait for each other, so a
+// receiver that is slow or never answers delays nobody else's deliveries
+// (see pool).
 //
 // Every attempt is tracked on the clock from the moment it is due until
 // its answer is recorded, but for no longer than the delivery timeout plus
 // a second, so a virtual-clock test sees each retry at its exact instant
-// and a receiver that hangs holds a clock call for at most its timeout.
+// and a receiver that hangs holds a clock call for at most that long
+// (clock.Clock waits for hanging work side by side, so this bounds the
+// whole call).
 package hooks
 
 import (
@@ -30,6 +33,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 
@@ -58,6 +62,12 @@ const (
 	// few MB of waiting attempts at most, beside the delivery records
 	// themselves.
 	DefaultMaxWaiting = 100_000
+	// DefaultMaxWaitingTotal is how many attempts may wait in all, over
+	// every subscription of both networks (Config.MaxWaitingTotal): ten
+	// subscriptions' full queues. A waiting attempt costs about 200 B
+	// beside its delivery record (BenchmarkWaitingGrowth), so the bound
+	// is about 200 MB however many accounts fall behind.
+	DefaultMaxWaitingTotal = 1_000_000
 	// trackSlack is how much longer than the delivery timeout a clock
 	// call waits for an attempt: its answer is recorded just after.
 	trackSlack = time.Second
@@ -107,7 +117,6 @@ type Event struct {
 type Config struct {
 	Clock   *clock.Clock
 	Timeout time.Duration // how long a receiver has to answer
-	Workers int           // the size of the delivery pool
 	// Jitter turns a nominal retry wait into the actual one (nil: ±10 %).
 	Jitter func(time.Duration) time.Duration
 	// Transport makes the POSTs (it dials, guards and holds TLS config).
@@ -119,16 +128,22 @@ type Config struct {
 	// behind an endless stream of events costs bounded memory; the event
 	// can be replayed.
 	MaxWaiting int
+	// MaxWaitingTotal bounds the attempts waiting over all subscriptions
+	// (0: DefaultMaxWaitingTotal); one more fails its delivery at once,
+	// as for MaxWaiting. An attempt that need not wait (nothing in
+	// flight to its subscription) is never refused.
+	MaxWaitingTotal int
 }
 
 // Hooks holds both networks' subscriptions, events and deliveries.
 type Hooks struct {
 	cfg Config
 
-	mu     sync.Mutex
-	books  map[confpay.Network]*book
-	pool   *pool // nil while stopped
-	closed bool  // Close was called: no pool starts again
+	mu      sync.Mutex
+	books   map[confpay.Network]*book
+	pool    *pool // nil while stopped
+	closed  bool  // Close was called: no pool starts again
+	waiting int   // attempts waiting, over all subscriptions
 }
 
 // book is one network's share.
@@ -140,9 +155,10 @@ type book struct {
 	// lastPrune is when the book was last pruned (server time).
 	order     []*event
 	lastPrune time.Time
-	// deleted maps the id of a deleted subscription to its account, so
-	// that the same account deleting it again succeeds.
-	deleted map[string]string
+	// deleted maps the id of a deleted subscription to its account and
+	// when it was deleted, so that the same account deleting it again
+	// succeeds; it is forgotten after HistoryWindow (pruneLocked).
+	deleted map[string]deletion
 }
 
 func newBook() *book {
@@ -150,8 +166,14 @@ func newBook() *book {
 		subs:    map[string]*subscription{},
 		byAcct:  map[string][]*subscription{},
 		events:  map[string]*event{},
-		deleted: map[string]string{},
+		deleted: map[string]deletion{},
 	}
+}
+
+// deletion is a deleted subscription's account and when it was deleted.
+type deletion struct {
+	acct string
+	at   time.Time
 }
 
 // event is a recorded event.
@@ -263,9 +285,11 @@ func New(cfg Config) *Hooks {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	cfg.Workers = max(1, cfg.Workers)
 	if cfg.MaxWaiting <= 0 {
 		cfg.MaxWaiting = DefaultMaxWaiting
+	}
+	if cfg.MaxWaitingTotal <= 0 {
+		cfg.MaxWaitingTotal = DefaultMaxWaitingTotal
 	}
 	h := &Hooks{cfg: cfg}
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
@@ -325,7 +349,7 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.books[net]
-	if owner, ok := b.deleted[id]; ok && owner == acct {
+	if del, ok := b.deleted[id]; ok && del.acct == acct {
 		return nil
 	}
 	sub, ok := b.subs[id]
@@ -333,7 +357,7 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 		return ErrNoWebhook
 	}
 	delete(b.subs, id)
-	b.deleted[id] = acct
+	b.deleted[id] = deletion{acct: acct, at: h.cfg.Clock.Now()}
 	list := b.byAcct[acct]
 	for i, x := range list {
 		if x == sub {
@@ -341,7 +365,7 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 			break
 		}
 	}
-	sub.dropWaitingLocked()
+	h.dropWaitingLocked(sub)
 	for _, d := range sub.deliveries {
 		if d.status == confpay.DeliveryPending {
 			d.cancelLocked()
@@ -352,7 +376,9 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 
 // Deliveries lists the delivery records of acct's subscription id on net
 // from the history window, newest first: limit of them after skipping
-// offset, and whether more follow.
+// offset, and whether more follow. The records are kept in creation order,
+// so the window is a tail of them (found by binary search) and the page a
+// range of it: the work is the page's, whatever the offset.
 func (h *Hooks) Deliveries(net confpay.Network, acct, id string, limit, offset int) (confpay.DeliveryList, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -362,22 +388,19 @@ func (h *Hooks) Deliveries(net confpay.Network, acct, id string, limit, offset i
 		return out, ErrNoWebhook
 	}
 	since := h.cfg.Clock.Now().Add(-HistoryWindow)
-	skipped := 0
-	for i := len(sub.deliveries) - 1; i >= 0; i-- {
-		d := sub.deliveries[i]
-		if d.createdAt.Before(since) {
-			continue
-		}
-		if skipped < offset {
-			skipped++
-			continue
-		}
-		if len(out.Deliveries) == limit {
-			out.HasMore = true
-			break
-		}
-		out.Deliveries = append(out.Deliveries, d.view())
+	all := sub.deliveries
+	first := sort.Search(len(all), func(i int) bool { return !all[i].createdAt.Before(since) })
+	inWindow := len(all) - first
+	if offset >= inWindow {
+		return out, nil
 	}
+	// Newest first: the page is all[lo:hi] read backwards.
+	hi := len(all) - offset
+	lo := max(first, hi-limit)
+	for i := hi - 1; i >= lo; i-- {
+		out.Deliveries = append(out.Deliveries, all[i].view())
+	}
+	out.HasMore = lo > first
 	return out, nil
 }
 
@@ -446,7 +469,7 @@ func (h *Hooks) stop(final bool) {
 	h.pool = nil
 	for _, b := range h.books {
 		for _, sub := range b.subs {
-			sub.dropWaitingLocked()
+			h.dropWaitingLocked(sub)
 			for _, d := range sub.deliveries {
 				if d.status == confpay.DeliveryPending {
 					d.cancelLocked()
@@ -470,6 +493,7 @@ func (h *Hooks) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	h.waiting = 0
 	if !h.closed {
 		h.pool = h.startPool()
 	}
@@ -479,12 +503,18 @@ func (h *Hooks) Reset() {
 // first attempt due now.
 func (h *Hooks) startDeliveryLocked(sub *subscription, e *event, trigger confpay.DeliveryTrigger) *delivery {
 	now := h.cfg.Clock.Now()
+	created := now
+	if n := len(sub.deliveries); n > 0 && created.Before(sub.deliveries[n-1].createdAt) {
+		// The clock was set back: the records stay in creation order
+		// by createdAt (only the history window reads it).
+		created = sub.deliveries[n-1].createdAt
+	}
 	d := &delivery{
 		id:            names.NewID("dlv_"),
 		sub:           sub,
 		ev:            e,
 		trigger:       trigger,
-		createdAt:     now,
+		createdAt:     created,
 		status:        confpay.DeliveryPending,
 		nextAttemptAt: &now,
 	}
@@ -500,24 +530,28 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 		return
 	}
 	sub := d.sub
-	if sub.inFlight && len(sub.waiting) >= h.cfg.MaxWaiting {
+	if sub.inFlight && (len(sub.waiting) >= h.cfg.MaxWaiting || h.waiting >= h.cfg.MaxWaitingTotal) {
 		d.status = confpay.DeliveryFailed // the receiver is too far behind
 		d.nextAttemptAt = nil
 		return
 	}
-	j := job{d: d, done: h.cfg.Clock.Track(h.cfg.Timeout + trackSlack)}
+	// The key is the subscription: its attempts go one after another,
+	// so a receiver's clock call waits for none of them (clock.Work.Inside).
+	j := job{d: d, work: h.cfg.Clock.TrackWork(h.cfg.Timeout+trackSlack, sub)}
 	if sub.inFlight {
 		sub.waiting = append(sub.waiting, j)
+		h.waiting++
 		return
 	}
 	sub.inFlight = true
-	h.pool.enqueue(sub.acct, j)
+	j.at = h.cfg.Clock.Now()
+	h.pool.enqueue(h, j)
 }
 
 // handOnLocked passes sub's turn to its next waiting attempt, if any.
 func (h *Hooks) handOnLocked(sub *subscription) {
 	if h.pool == nil {
-		sub.dropWaitingLocked()
+		h.dropWaitingLocked(sub)
 	}
 	if len(sub.waiting) == 0 {
 		sub.inFlight = false
@@ -526,14 +560,17 @@ func (h *Hooks) handOnLocked(sub *subscription) {
 	j := sub.waiting[0]
 	sub.waiting[0] = job{}
 	sub.waiting = sub.waiting[1:]
-	h.pool.enqueue(sub.acct, j)
+	h.waiting--
+	j.at = h.cfg.Clock.Now()
+	h.pool.enqueue(h, j)
 }
 
 // dropWaitingLocked forgets sub's waiting attempts.
-func (sub *subscription) dropWaitingLocked() {
+func (h *Hooks) dropWaitingLocked(sub *subscription) {
 	for _, j := range sub.waiting {
-		j.done()
+		j.work.Done()
 	}
+	h.waiting -= len(sub.waiting)
 	sub.waiting = nil
 }
 
@@ -546,17 +583,17 @@ func (h *Hooks) attempt(p *pool, j job) {
 	if d.cancelled || h.pool != p {
 		h.handOnLocked(d.sub)
 		h.mu.Unlock()
-		j.done()
+		j.work.Done()
 		return
 	}
-	start := h.cfg.Clock.Now()
+	start := j.at
 	d.attempts++
 	if d.attempts == 1 {
 		d.firstAttemptAt = start
 	}
 	d.lastAttemptAt = start
 	d.nextAttemptAt = nil
-	ctx, cancel := context.WithTimeout(p.ctx, h.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(clock.WithWork(p.ctx, j.work), h.cfg.Timeout)
 	d.abort = cancel
 	body := d.ev.body
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
@@ -583,7 +620,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	h.recordLocked(p, d, start, code)
 	h.handOnLocked(d.sub)
 	h.mu.Unlock()
-	j.done()
+	j.work.Done()
 }
 
 // recordLocked applies an attempt's answer: success, failure, or the next
@@ -610,9 +647,10 @@ func (h *Hooks) recordLocked(p *pool, d *delivery, start time.Time, code int) {
 	})
 }
 
-// pruneLocked drops the events and delivery records older than the history
-// window at now, at most once per pruneInterval. A delivery still pending
-// is kept, and so is its event.
+// pruneLocked drops the events, delivery records and deleted
+// subscriptions' ids older than the history window at now, at most once
+// per pruneInterval. A delivery still pending is kept, and so is its
+// event.
 func (b *book) pruneLocked(now time.Time) {
 	if now.Sub(b.lastPrune) < pruneInterval && !now.Before(b.lastPrune) {
 		return
@@ -621,16 +659,22 @@ func (b *book) pruneLocked(now time.Time) {
 	cutoff := now.Add(-HistoryWindow)
 	keep := map[*event]bool{}
 	for _, sub := range b.subs {
-		i := 0
-		for ; i < len(sub.deliveries); i++ {
-			d := sub.deliveries[i]
-			if !d.createdAt.Before(cutoff) || d.status == confpay.DeliveryPending {
-				break
+		// The records are in creation order: the old ones are a
+		// prefix, of which only the pending ones stay (wherever they
+		// are: one that waits behind a receiver that never answers
+		// must not keep those behind it).
+		old := sort.Search(len(sub.deliveries), func(i int) bool { return !sub.deliveries[i].createdAt.Before(cutoff) })
+		kept := 0
+		for _, d := range sub.deliveries[:old] {
+			if d.status == confpay.DeliveryPending {
+				sub.deliveries[kept] = d
+				kept++
 			}
 		}
-		if i > 0 {
-			clear(sub.deliveries[:i])
-			sub.deliveries = append(sub.deliveries[:0:0], sub.deliveries[i:]...)
+		if kept < old {
+			n := copy(sub.deliveries[kept:], sub.deliveries[old:])
+			clear(sub.deliveries[kept+n:])
+			sub.deliveries = append(sub.deliveries[:0:0], sub.deliveries[:kept+n]...)
 		}
 		for _, d := range sub.deliveries {
 			if d.status == confpay.DeliveryPending {
@@ -638,17 +682,31 @@ func (b *book) pruneLocked(now time.Time) {
 			}
 		}
 	}
-	i := 0
-	for ; i < len(b.order); i++ {
-		e := b.order[i]
-		if !e.At.Before(cutoff) || keep[e] {
+	// Events in the order they were recorded: the old ones (a prefix,
+	// ending at the first young one) go, but for those a pending
+	// delivery still needs.
+	old, kept := 0, 0
+	for ; old < len(b.order); old++ {
+		e := b.order[old]
+		if !e.At.Before(cutoff) {
 			break
+		}
+		if keep[e] {
+			b.order[kept] = e
+			kept++
+			continue
 		}
 		delete(b.events, e.ID)
 	}
-	if i > 0 {
-		clear(b.order[:i])
-		b.order = append(b.order[:0:0], b.order[i:]...)
+	if kept < old {
+		n := copy(b.order[kept:], b.order[old:])
+		clear(b.order[kept+n:])
+		b.order = append(b.order[:0:0], b.order[:kept+n]...)
+	}
+	for id, del := range b.deleted {
+		if del.at.Before(cutoff) {
+			delete(b.deleted, id)
+		}
 	}
 }
 

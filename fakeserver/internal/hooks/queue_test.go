@@ -31,7 +31,7 @@ func (payload) Build(string, string, time.Time) []byte { return []byte(`{}`) }
 // delivery at once instead of queueing without end.
 func TestWaitingAttemptsAreBounded(t *testing.T) {
 	tr := hang{arrived: make(chan struct{}, 16)}
-	h := New(Config{Clock: clock.NewVirtual(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)), Timeout: time.Hour, Workers: 2, Transport: tr, MaxWaiting: 3})
+	h := New(Config{Clock: clock.NewVirtual(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)), Timeout: time.Hour, Transport: tr, MaxWaiting: 3})
 	defer h.Close()
 	if _, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.initiated"}, "whsec_x"); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestABurstBehindAPausedReceiverIsDeliveredWhole(t *testing.T) {
 	const n = 1100
 	g := gate{first: make(chan struct{}), open: make(chan struct{}), done: make(chan struct{}, n), once: new(sync.Once)}
 	at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-	h := New(Config{Clock: clock.NewVirtual(at), Timeout: time.Hour, Workers: 2, Transport: g})
+	h := New(Config{Clock: clock.NewVirtual(at), Timeout: time.Hour, Transport: g})
 	defer h.Close()
 	if _, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.confirmed"}, "whsec_x"); err != nil {
 		t.Fatal(err)
