@@ -389,6 +389,7 @@ func (h *Hooks) Deliveries(net confpay.Network, acct, id string, limit, offset i
 	}
 	since := h.cfg.Clock.Now().Add(-HistoryWindow)
 	all := sub.deliveries
+	offset, limit = max(offset, 0), max(limit, 0)
 	first := sort.Search(len(all), func(i int) bool { return !all[i].createdAt.Before(since) })
 	inWindow := len(all) - first
 	if offset >= inWindow {
