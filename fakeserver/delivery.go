@@ -7,8 +7,9 @@ import (
 )
 
 // Webhook deliveries are internal/hooks' job: subscriptions, the event log,
-// the delivery records, the fair pool of workers and the retry schedule,
-// under their own lock. The server hands it events (events.go), the
+// the delivery records, the attempts (each on a goroutine of its own, so
+// that no receiver waits for another's) and the retry schedule, under
+// their own lock. The server hands it events (events.go), the
 // handlers of /v1/webhooks call it (webhooks.go), and this file builds it:
 // the transport every POST goes through.
 //
@@ -19,7 +20,7 @@ import (
 // (another status, a timeout, a refused connection, a redirect, a dial the
 // self-SSRF guard refused: see selfguard.go) is a failure.
 
-// newHooks builds the server's webhook machinery, its workers running.
+// newHooks builds the server's webhook machinery, delivering.
 func (s *Server) newHooks() *hooks.Hooks {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil              // never a proxy from the environment

@@ -27,6 +27,9 @@ import (
 // (plus the time its timer functions take to run): work that hangs is
 // waited for side by side, not one piece after another, and work tracked
 // by anything else while the call runs is not waited for (see waiter).
+// Past that bound a call no longer waits: work its later steps start may
+// end after it returned, and what that work schedules from its end (a
+// retry after a failed answer) runs at a later step than its own instant.
 //
 // Lock discipline: c.mu guards the queue and the time; it is never held
 // while a timer function runs. c.run serialises the running of timers, so

@@ -243,3 +243,31 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkDeliveriesPage: a page of 20 of a subscription's 100,000
+// delivery records in the window, at offset 0 and near the end; the page
+// is computed, so both cost the page only.
+func BenchmarkDeliveriesPage(b *testing.B) {
+	c := clock.NewVirtual(boundsStart)
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, 1)}})
+	defer h.Close()
+	w, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.initiated"}, "whsec_x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Stop() // records only
+	const n = 100_000
+	for i := range n {
+		emitTo(h, c, "evt_"+strconv.Itoa(i), "acct_a")
+	}
+	for _, offset := range []int{0, n - 100} {
+		b.Run("offset="+strconv.Itoa(offset), func(b *testing.B) {
+			for b.Loop() {
+				page, err := h.Deliveries(confpay.NetworkTest, "acct_a", w.WebhookID, 20, offset)
+				if err != nil || len(page.Deliveries) != 20 {
+					b.Fatalf("%d deliveries, %v", len(page.Deliveries), err)
+				}
+			}
+		})
+	}
+}

@@ -1,10 +1,10 @@
 // Package hooks is the fakeserver's webhook machinery: subscriptions, the
-// event log, delivery records, the pool of delivery workers and the retry
+// event log, delivery records, the attempts in flight and the retry
 // schedule, for both networks.
 //
 // It has its own lock, taken by every exported method; it never calls into
 // the server, so the server may call it while holding its own lock (the
-// lock order is server → hooks → pool), and the delivery workers never
+// lock order is server → hooks → pool), and the delivery attempts never
 // wait for the server. It knows accounts only by id.
 //
 // An event is one thing that happened, as seen from one side: its audience
@@ -389,6 +389,7 @@ func (h *Hooks) Deliveries(net confpay.Network, acct, id string, limit, offset i
 	}
 	since := h.cfg.Clock.Now().Add(-HistoryWindow)
 	all := sub.deliveries
+	offset, limit = max(offset, 0), max(limit, 0)
 	first := sort.Search(len(all), func(i int) bool { return !all[i].createdAt.Before(since) })
 	inWindow := len(all) - first
 	if offset >= inWindow {
@@ -451,10 +452,10 @@ func (h *Hooks) EventCount(net confpay.Network) int {
 	return len(h.books[net].events)
 }
 
-// Stop cancels every pending retry and in-flight attempt and waits for the
-// workers to exit; the records stay. Close also keeps Reset from starting
-// workers again. Neither may be called with a lock held that a timer
-// takes.
+// Stop cancels every pending retry and in-flight attempt and waits for
+// the attempts to end; the records stay. Close also keeps Reset from
+// starting deliveries again. Neither may be called with a lock held that
+// a timer takes.
 func (h *Hooks) Stop() { h.stop(false) }
 
 // Close stops the hooks for good.
@@ -486,7 +487,7 @@ func (h *Hooks) stop(final bool) {
 	}
 }
 
-// Reset empties both books and starts the workers again (unless closed).
+// Reset empties both books and starts delivering again (unless closed).
 // Call Stop first so that no attempt of the old state is in flight.
 func (h *Hooks) Reset() {
 	h.Stop()

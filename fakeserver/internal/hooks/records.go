@@ -97,7 +97,7 @@ func (h *Hooks) SetJitter(f func(time.Duration) time.Duration) {
 	h.cfg.Jitter = f
 }
 
-// Running reports whether delivery workers are running.
+// Running reports whether deliveries are being made (not stopped).
 func (h *Hooks) Running() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
