@@ -318,7 +318,7 @@ func (s *Server) Set(t time.Time) time.Time { return s.clock.Set(t) }
 // deliveries included. Use it instead of sleeping.
 func (s *Server) Sync() { s.clock.RunDue() }
 
-// Close stops the server, its clock and its delivery workers.
+// Close stops the server, its clock and its webhook deliveries.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
