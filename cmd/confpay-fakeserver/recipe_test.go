@@ -68,14 +68,11 @@ func TestTestingDocBinaryRecipe(t *testing.T) {
 		switch {
 		case cmd == "" || strings.HasPrefix(cmd, "#") || strings.HasPrefix(cmd, "go install ") || strings.HasPrefix(cmd, "until "):
 		case strings.HasPrefix(cmd, "confpay-fakeserver "):
-			args := strings.Fields(strings.TrimSuffix(strings.TrimSuffix(cmd, "&"), "> start.json &"))[1:]
+			flags, _, _ := strings.Cut(cmd, ">") // the redirect and the & are the shell's
+			args := strings.Fields(flags)[1:]
 			for j, a := range args {
 				if a == "seed.json" {
 					args[j] = seedPath
-				}
-				if a == ">" {
-					args = args[:j]
-					break
 				}
 			}
 			r = launch(t, append([]string{"-addr", "127.0.0.1:0", "-log-level", "off"}, args...)...)
