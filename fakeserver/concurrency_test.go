@@ -15,6 +15,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/internal/testbudget"
 )
 
 // TestConcurrentTransfers hammers the server with random transfers among 20
@@ -23,7 +24,8 @@ import (
 func TestConcurrentTransfers(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
-	const accounts, workers, perWorker = 20, 8, 400
+	const accounts, workers = 20, 8
+	perWorker := testbudget.Pick(120, 400)
 	keys := make([]string, accounts)
 	handles := make([]string, accounts)
 	for i := range accounts {

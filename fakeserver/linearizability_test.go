@@ -20,6 +20,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/internal/testbudget"
 )
 
 // The linearizability test of the money path: random histories of
@@ -39,16 +40,19 @@ var (
 // linzClients is how many clients (API keys) call concurrently.
 const linzClients = 10
 
-// linzBudget is the number of histories CI checks: 200, fewer under the
-// race detector, which makes every request about ten times slower.
+// linzBudget is the number of histories to check: 200 in CI
+// (CONFPAY_TEST_FULL=1, see internal/testbudget), 25 by default so the
+// README's go test ./... stays quick, and a tenth of each under the race
+// detector, which makes every request about ten times slower.
 func linzBudget() int {
 	if *linzHistories > 0 {
 		return *linzHistories
 	}
+	n := testbudget.Pick(25, 200)
 	if raceEnabled {
-		return 20
+		n /= 10
 	}
-	return 200
+	return n
 }
 
 func TestLinearizable(t *testing.T) {

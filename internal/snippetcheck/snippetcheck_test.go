@@ -4,10 +4,15 @@
 //
 // Every ```go fenced block in README.md and docs/*.md is checked (a fence
 // may be indented, as in a list item; the indentation is removed). Each
-// block becomes its own package in a temporary directory under this
-// package's testdata, inside the module, so it builds offline from the
-// module cache with the module's own go.mod. How a block is checked depends
-// on its shape:
+// block becomes its own package, testdata/snippets/sNN under this package
+// (under the nested module's testdata for a module marker), inside the
+// module, so it builds with the module's own go.mod. The directories are
+// stable and the sources reach the go command through -overlay, never
+// written into the tree: the build cache recognises an unchanged snippet
+// from one run to the next, and two runs at once cannot disturb each
+// other. The go command runs with the environment's settings, so a module
+// a nested module needs is fetched the way go test itself fetches one. How
+// a block is checked depends on its shape:
 //
 //   - A block with a package clause is a complete file and is built as is
 //     (go vet type-checks it; package main included).
@@ -43,6 +48,7 @@ package snippetcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -348,12 +354,15 @@ func moduleRoot(t *testing.T) string {
 	return root
 }
 
-// goCmd runs the go command offline, from the module cache, with the
-// toolchain running this test.
+// goCmd runs the go command with the toolchain running this test and the
+// environment's module settings: a module that is not in the module cache
+// yet is downloaded as go test downloads one (an earlier version forced
+// GOPROXY=off, and go test ./... failed on every machine that had never
+// fetched examples/otel's dependencies).
 func goCmd(dir string, args ...string) (string, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOTOOLCHAIN=local")
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	return string(bytes.TrimSpace(out)), err
 }
@@ -380,12 +389,14 @@ func TestDocSnippets(t *testing.T) {
 		t.Fatal("no ```go blocks found: the extraction is broken")
 	}
 
-	// The snippets of each module go to a temporary directory under its
-	// testdata (this package's, for the root module).
+	// The snippets of each module are packages under its testdata/snippets
+	// (this package's, for the root module); their sources are an overlay.
 	type module struct {
 		dir, gen   string
-		build, run []string // package directories, relative to dir
+		overlay    map[string]string // package file -> generated source file
+		build, run []string          // package directories, relative to dir
 	}
+	sources := t.TempDir()
 	modules := map[string]*module{}
 	where := map[string]string{} // package directory -> snippet
 	for i, s := range snippets {
@@ -399,15 +410,8 @@ func TestDocSnippets(t *testing.T) {
 					continue
 				}
 			}
-			if err := os.MkdirAll(filepath.Join(m.dir, "testdata"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			gen, err := os.MkdirTemp(filepath.Join(m.dir, "testdata"), "gen")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(gen) })
-			m.gen, _ = filepath.Rel(m.dir, gen)
+			m.gen = filepath.Join("testdata", "snippets")
+			m.overlay = map[string]string{}
 			modules[s.module] = m
 		}
 		pkg := fmt.Sprintf("s%02d", i+1)
@@ -417,13 +421,20 @@ func TestDocSnippets(t *testing.T) {
 			continue
 		}
 		rel := "./" + filepath.ToSlash(filepath.Join(m.gen, pkg))
-		dir := filepath.Join(m.dir, rel)
+		dir, err := filepath.Abs(filepath.Join(m.dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The directory must exist (go vet runs in it); the file is only
+		// in the overlay.
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, g.name), []byte(g.source), 0o644); err != nil {
+		src := filepath.Join(sources, fmt.Sprintf("%s-%s", pkg, g.name))
+		if err := os.WriteFile(src, []byte(g.source), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		m.overlay[filepath.Join(dir, g.name)] = src
 		where[rel] = s.String()
 		if g.test {
 			m.run = append(m.run, rel)
@@ -440,13 +451,21 @@ func TestDocSnippets(t *testing.T) {
 			name = "the root module"
 		}
 		t.Logf("%s: %d snippets compiled, %d run as tests", name, len(m.build), len(m.run))
+		overlay := filepath.Join(sources, fmt.Sprintf("overlay-%p.json", m))
+		b, err := json.Marshal(map[string]any{"Replace": m.overlay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(overlay, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if len(m.build) > 0 {
-			if out, err := goCmd(m.dir, append([]string{"vet"}, m.build...)...); err != nil {
+			if out, err := goCmd(m.dir, append([]string{"vet", "-overlay", overlay}, m.build...)...); err != nil {
 				t.Errorf("documentation snippets do not compile in %s (positions are in the Markdown files):\n%s\n%s", name, out, legend(where, out))
 			}
 		}
 		if len(m.run) > 0 {
-			if out, err := goCmd(m.dir, append([]string{"test", "-count=1"}, m.run...)...); err != nil {
+			if out, err := goCmd(m.dir, append([]string{"test", "-overlay", overlay}, m.run...)...); err != nil {
 				t.Errorf("documentation snippets that are tests fail in %s (positions are in the Markdown files):\n%s\n%s", name, out, legend(where, out))
 			}
 		}
