@@ -8,10 +8,10 @@ import (
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
-// TestDeliveryWorkersNeverTakeTheServerLock: a delivery is made and its
+// TestDeliveriesNeverTakeTheServerLock: a delivery is made and its
 // answer recorded while the server's lock is held throughout (the workers
 // use internal/hooks' own lock).
-func TestDeliveryWorkersNeverTakeTheServerLock(t *testing.T) {
+func TestDeliveriesNeverTakeTheServerLock(t *testing.T) {
 	s := New(t)
 	rc := newHookReceiver(t, s, answerAlways(200))
 	alice := newTestParty(t, s, "@alice")

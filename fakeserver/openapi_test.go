@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/internal/openapicheck"
@@ -191,6 +192,11 @@ func checkExchange(ex openapicheck.Exchange) error {
 		}
 		return err
 	}
+	// Every timestamp is UTC and whole milliseconds (decisions.md, Wire
+	// conventions).
+	if err := checkTimestamps(ex.Body); err != nil {
+		return fmt.Errorf("%s %s answered %d: %v", ex.Method, ex.URL.Path, ex.Status, err)
+	}
 	// Figures never sit in a cache (decisions.md, Balances).
 	if ex.URL.Path == "/v1/accounts/me/balances" && ex.Status == http.StatusOK &&
 		bytes.Contains(ex.Body, []byte(`"amount"`)) && ex.Header.Get("Cache-Control") != "no-store" {
@@ -269,10 +275,59 @@ func recordTransport(next http.RoundTripper) http.RoundTripper {
 			if err := v1Doc.CheckDelivery(r.Header, body); err != nil {
 				recorded.fail(err)
 			}
+			if err := checkTimestamps(body); err != nil {
+				recorded.fail(fmt.Errorf("webhook delivery %s: %v", r.Header.Get("X-Service-Event-Id"), err))
+			}
 			recorded.count(true)
 		}
 		return next.RoundTrip(r)
 	})
+}
+
+// timestampLike is a JSON string that is meant as an instant.
+var timestampLike = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T`)
+
+// checkTimestamps finds every string of a JSON body that looks like an
+// instant and reports the first that is not RFC 3339 in UTC with a whole
+// number of milliseconds, naming its path. A body that is not JSON has
+// none.
+func checkTimestamps(body []byte) error {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var walk func(path string, v any) error
+	walk = func(path string, v any) error {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if err := walk(path+"."+k, e); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+					return err
+				}
+			}
+		case string:
+			if !timestampLike.MatchString(v) {
+				return nil
+			}
+			t, err := time.Parse(time.RFC3339Nano, v)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s: %q is not RFC 3339: %v", path, v, err)
+			case !strings.HasSuffix(v, "Z"):
+				return fmt.Errorf("%s: %q is not in UTC (Z)", path, v)
+			case t.Nanosecond()%int(time.Millisecond) != 0:
+				return fmt.Errorf("%s: %q is finer than whole milliseconds", path, v)
+			}
+		}
+		return nil
+	}
+	return walk("$", v)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -178,15 +178,6 @@ func WithDeliveryTLSConfig(c *tls.Config) Option { return func(o *options) { o.d
 // the instant of each attempt.
 func WithoutDeliveryJitter() Option { return func(o *options) { o.noDeliveryJitter = true } }
 
-// WithDeliveryWorkers has no effect. Deliveries used to share a pool of n
-// workers; now each attempt is made on a goroutine of its own from the
-// moment it is due, so that a receiver that is slow or never answers
-// delays no other subscription's deliveries, however many such receivers
-// there are (at most one attempt per subscription is in flight).
-//
-// Deprecated: deliveries are no longer pooled; drop the option.
-func WithDeliveryWorkers(int) Option { return func(*options) {} }
-
 // WithLogger sets where the server logs (default: nowhere). It never logs
 // keys, secrets, proofs or figures.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }

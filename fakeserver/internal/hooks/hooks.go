@@ -734,7 +734,9 @@ func retryAt(first, last time.Time, done int, jitter func(time.Duration) time.Du
 	if done > len(retryIntervals) {
 		return deadline, true
 	}
-	next := last.Add(jitter(retryIntervals[done-1]))
+	// Truncated as every instant the server answers is (a jittered
+	// interval has nanoseconds, and next_attempt_at carried them).
+	next := last.Add(jitter(retryIntervals[done-1])).Truncate(clock.Resolution)
 	if next.Before(last) {
 		next = last
 	}

@@ -48,3 +48,17 @@ func TestRetryAtNeverPassesTheDeadline(t *testing.T) {
 		t.Fatalf("after attempt 7: %v, %v; want the deadline", next, ok)
 	}
 }
+
+// TestRetryAtWholeMilliseconds: a jittered interval has nanoseconds; the
+// next attempt's instant, which next_attempt_at shows, has none.
+func TestRetryAtWholeMilliseconds(t *testing.T) {
+	first := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	odd := func(d time.Duration) time.Duration { return d + 768_667_220*time.Nanosecond }
+	next, ok := retryAt(first, first, 1, odd)
+	if !ok {
+		t.Fatal("no retry after the first attempt")
+	}
+	if want := first.Add(5*time.Second + 768*time.Millisecond); !next.Equal(want) {
+		t.Errorf("next attempt at %s, want %s", next.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+}
