@@ -262,12 +262,18 @@ func (s *AgentsService) ListPending(ctx context.Context, opts ...CallOption) ([]
 // force now is checked again; on success the payment is submitted at once
 // and the answer carries its TransferID. After the approval window it fails
 // with ErrTransactionExpired.
+//
+// A second decision on the same payment, approve or reject, fails with
+// ErrTransactionNotFound (404), exactly as an unknown id does: the payment
+// is no longer waiting. To make a retried decision safe, pass
+// WithIdempotencyKey: the retry then answers the first decision again.
 func (s *AgentsService) Approve(ctx context.Context, transactionID string, opts ...CallOption) (*AgentTransaction, error) {
 	return s.decide(ctx, transactionID, "approve", opts)
 }
 
 // Reject discards a held agent payment
-// (POST /v1/agents/transactions/{transaction_id}/reject). Nothing moves.
+// (POST /v1/agents/transactions/{transaction_id}/reject). Nothing moves. A
+// second decision fails with ErrTransactionNotFound, as for Approve.
 func (s *AgentsService) Reject(ctx context.Context, transactionID string, opts ...CallOption) (*AgentTransaction, error) {
 	return s.decide(ctx, transactionID, "reject", opts)
 }

@@ -95,8 +95,8 @@ type TransferListParams struct {
 	Limit  int            // page size 1..100; 0 means the server default (20)
 	Offset int            // items to skip
 	Status TransferStatus // only this status
-	From   time.Time      // only transfers created after this instant
-	To     time.Time      // only transfers created before this instant
+	From   time.Time      // only transfers created strictly after this instant (exclusive)
+	To     time.Time      // only transfers created strictly before this instant (exclusive)
 }
 
 // TransferList is one page of transfers, newest first.
@@ -120,6 +120,16 @@ const MaxPageSize = 100
 //
 // The call carries an Idempotency-Key, generated once and reused on every
 // retry; pass WithIdempotencyKey to make a retry of your own safe too.
+//
+// Webhook events can arrive before Create returns: transfer.initiated is
+// sent when the payment commits, which may be before the answer reaches
+// you, or when Create returned a transport error although the payment went
+// through. Correlate on something you chose before the call, not on the
+// transfer id Create returns: record the business operation and its
+// idempotency key first, pass the key with WithIdempotencyKey, and have the
+// webhook handler look the transfer up by id (Get) and match it to the
+// operation, or retry Create with the same key, which answers the same
+// transfer.
 func (s *TransfersService) Create(ctx context.Context, params *TransferCreateParams, opts ...CallOption) (*Transfer, error) {
 	if err := params.validate(); err != nil {
 		return nil, err
@@ -215,6 +225,16 @@ func (s *TransfersService) Get(ctx context.Context, transferID string, opts ...C
 
 // List returns one page of transfers, newest first (GET /v1/transfers).
 // params may be nil. Use HasMore and Offset to page, or All to walk them all.
+//
+// The list holds the transfers the key's own account sent or received. An
+// owner's list does not hold its agents' payments (an agent's key lists
+// those): the owner learns every agent payment from its webhooks, whose
+// events cover the account and every agent under it, and may Get any of
+// them by id.
+//
+// From and To are exclusive. To tile periods without a gap or an overlap,
+// pass the previous period's end minus one millisecond as From: for
+// November, From 2026-10-31T23:59:59.999Z and To 2026-12-01T00:00:00Z.
 func (s *TransfersService) List(ctx context.Context, params *TransferListParams, opts ...CallOption) (*TransferList, error) {
 	q, err := params.query()
 	if err != nil {

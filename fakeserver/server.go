@@ -110,6 +110,7 @@ type Option func(*options)
 
 type options struct {
 	realClock        bool
+	startSet         bool // WithStartTime was given: a real clock starts at start too
 	start            time.Time
 	blockTime        time.Duration
 	approvalWindow   time.Duration
@@ -134,10 +135,20 @@ type options struct {
 
 // WithRealClock makes the server follow the wall clock (the binary's
 // default). Advance and Set still move it.
+//
+// Inside a testing/synctest bubble the wall clock starts at the bubble's
+// epoch, 2000-01-01 00:00 UTC, and so does a real clock: add
+// WithStartTime(DefaultStart) (or any instant) to start it there instead,
+// for example when an agent's active hours or a transfer list's dates
+// assume today.
 func WithRealClock() Option { return func(o *options) { o.realClock = true } }
 
-// WithStartTime sets where the virtual clock starts.
-func WithStartTime(t time.Time) Option { return func(o *options) { o.start = t.UTC() } }
+// WithStartTime sets where the clock starts: a virtual clock stands there
+// until moved; a real clock (WithRealClock) starts there and follows the
+// wall clock from that instant on.
+func WithStartTime(t time.Time) Option {
+	return func(o *options) { o.start, o.startSet = t.UTC(), true }
+}
 
 // WithBlockTime sets how long a transfer stays pending before it confirms
 // (default 1 s of server time).
@@ -238,6 +249,9 @@ func NewUnstartedServer(opts ...Option) *Server {
 		idempotent: idempotency.New(o.maxIdempotencyKeys)}
 	if o.realClock {
 		s.clock = clock.NewReal()
+		if o.startSet {
+			s.clock.Set(o.start)
+		}
 	} else {
 		s.clock = clock.NewVirtual(o.start)
 	}

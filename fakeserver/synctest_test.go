@@ -118,3 +118,20 @@ func TestSynctestDelayFault(t *testing.T) {
 		srv.Close()
 	})
 }
+
+// TestRealClockStartsAtStartTime: inside a bubble the wall clock starts at
+// 2000-01-01, where an agent with active hours built for today is refused;
+// WithStartTime moves a real clock's start too, and the clock then follows
+// the (bubble's) wall clock from there.
+func TestRealClockStartsAtStartTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := fakeserver.New(t, fakeserver.WithoutListener(), fakeserver.WithRealClock(), fakeserver.WithStartTime(fakeserver.DefaultStart))
+		if got := srv.Now(); !got.Equal(fakeserver.DefaultStart) {
+			t.Fatalf("a real clock started with WithStartTime(DefaultStart) reads %s, want %s", got, fakeserver.DefaultStart)
+		}
+		time.Sleep(90 * time.Minute)
+		if got, want := srv.Now(), fakeserver.DefaultStart.Add(90*time.Minute); !got.Equal(want) {
+			t.Errorf("after 90 minutes of the bubble's clock the server reads %s, want %s", got, want)
+		}
+	})
+}
