@@ -169,9 +169,10 @@
 // client's retries are exactly-once), or create a transfer that fails at
 // confirmation. The admin interface is never faulted.
 //
-// # Locking
+// # Concurrency
 //
-// All domain state is guarded by one mutex; a domain operation decides and
-// mutates in one critical section. Cryptography (ciphertexts, notes, proof
-// verification) runs outside it on copied inputs.
+// Every method is safe for concurrent use, and every check-and-move of
+// money is atomic: concurrent payments can never overdraw or pass a
+// policy limit. (The lock order, for maintainers, is a comment at the top
+// of server.go.)
 package fakeserver

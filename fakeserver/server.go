@@ -24,11 +24,7 @@ const MaxBodyBytes = 1 << 20
 // otherwise: a fixed instant, so that tests are reproducible.
 var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
-// Server is an in-memory confidential payments service. Create one with New
-// in a test, or NewServer / NewUnstartedServer elsewhere. All methods are
-// safe for concurrent use.
-//
-// # Locking
+// Locking (a maintainer's note, kept out of go doc: users need none of it).
 //
 // s.mu guards every piece of domain state: accounts, keys, both networks'
 // ledgers, transfers, agents and held payments. A domain operation (pay.go
@@ -55,6 +51,10 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
 // s.mu, on values copied out), logging, or a caller's callback.
+
+// Server is an in-memory confidential payments service. Create one with New
+// in a test, or NewServer / NewUnstartedServer elsewhere. All methods are
+// safe for concurrent use.
 type Server struct {
 	opts  options
 	clock *clock.Clock
