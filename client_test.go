@@ -275,7 +275,7 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "rent \xff"})},
 		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xe2\x82"})},
 		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xed\xa0\x80"})}, // a surrogate's UTF-8 form
-		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xc0\xaf"})},         // overlong
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xc0\xaf"})},     // overlong
 		{"transferID", func() error { _, err := c.Transfers.Get(ctx, ""); return err }()},
 		{"transferID", func() error { _, err := c.Transfers.Get(ctx, ".."); return err }()},
 		{"limit", list(TransferListParams{Limit: -1})},
