@@ -49,6 +49,9 @@ type app struct {
 	// pollWait waits between two polls of pay --wait; tests replace it
 	// to move the fakeserver's clock instead of waiting.
 	pollWait func(ctx context.Context) error
+	// now reads the time pay --wait measures its wait with (time.Now when
+	// nil); tests move it instead of waiting.
+	now func() time.Time
 	// terminal makes the output streams count as terminals (tests).
 	terminal bool
 

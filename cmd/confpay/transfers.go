@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -14,6 +17,10 @@ import (
 
 // pollInterval is how often pay --wait asks for the transfer's status.
 const pollInterval = 250 * time.Millisecond
+
+// virtualHintAfter is how long pay --wait waits before it asks whether the
+// server's clock is virtual, to say so when it is.
+const virtualHintAfter = 5 * time.Second
 
 func (a *app) payCmd() *cobra.Command {
 	var (
@@ -115,11 +122,17 @@ confpay prints the held transaction's id.`,
 }
 
 // waitSettled polls the transfer until it leaves pending, showing a
-// spinner on a terminal.
+// spinner on a terminal. After virtualHintAfter it asks once whether the
+// server's clock is virtual (a fakeserver's that moves only when asked),
+// and if so says how to move it: the wait would otherwise never end.
 func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Transfer) (*confpay.Transfer, error) {
 	spin := isTerminal(a.stderr)
 	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-	start := time.Now()
+	now := a.now
+	if now == nil {
+		now = time.Now
+	}
+	start, asked := now(), false
 	wait := a.pollWait
 	if wait == nil {
 		wait = func(ctx context.Context) error {
@@ -134,8 +147,18 @@ func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Tra
 		}
 	}
 	for i := 0; t.Status == confpay.StatusPending; i++ {
+		if !asked && now().Sub(start) >= virtualHintAfter {
+			asked = true
+			if a.serverClockVirtual(ctx, c.BaseURL()) {
+				if spin {
+					fmt.Fprint(a.stderr, "\r\x1b[K")
+				}
+				fmt.Fprintf(a.stderr, "%s is still pending: the server's clock is virtual (confpay-fakeserver -virtual-clock), so no block is mined until it moves. Move it from another shell:\n  curl -s -X POST %s/_fake/clock -d '{\"advance\":\"5s\"}'\n",
+					clean(t.TransferID), clean(strings.TrimSuffix(c.BaseURL(), "/")))
+			}
+		}
 		if spin {
-			fmt.Fprintf(a.stderr, "\r%s waiting for %s: %s (%s)\x1b[K", frames[i%len(frames)], clean(t.TransferID), t.Status, time.Since(start).Round(time.Second))
+			fmt.Fprintf(a.stderr, "\r%s waiting for %s: %s (%s)\x1b[K", frames[i%len(frames)], clean(t.TransferID), t.Status, now().Sub(start).Round(time.Second))
 		}
 		if err := wait(ctx); err != nil {
 			if spin {
@@ -156,6 +179,40 @@ func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Tra
 		fmt.Fprint(a.stderr, "\r\x1b[K")
 	}
 	return t, nil
+}
+
+// serverClockVirtual asks the server at base whether its clock is virtual,
+// as a confpay-fakeserver answers GET /_fake/clock ({"now","virtual"}),
+// without credentials. Any other answer, or none within two seconds, is
+// "no". The real service (the SDK's default URL) is never asked.
+func (a *app) serverClockVirtual(ctx context.Context, base string) bool {
+	if base == confpay.DefaultBaseURL {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(base, "/") + "/_fake/clock"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("User-Agent", "confpay-cli")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if a.debug {
+			fmt.Fprintf(a.stderr, "debug: GET %s (is the server's clock virtual?): no answer\n", clean(u))
+		}
+		return false
+	}
+	defer resp.Body.Close()
+	var clock struct {
+		Virtual bool `json:"virtual"`
+	}
+	virtual := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&clock) == nil && clock.Virtual
+	if a.debug {
+		fmt.Fprintf(a.stderr, "debug: GET %s (is the server's clock virtual?): %d, virtual %t\n", clean(u), resp.StatusCode, virtual)
+	}
+	return virtual
 }
 
 // transferFields prints one transfer; o is its opened note, if any, and
