@@ -157,10 +157,10 @@ func TestPayWaitVirtualClockHint(t *testing.T) {
 func TestPayWaitNoHintOnARealClock(t *testing.T) {
 	t.Parallel()
 	a := &app{}
-	real := fakeserver.New(t, fakeserver.WithRealClock())
+	realClock := fakeserver.New(t, fakeserver.WithRealClock())
 	notFake := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notFake.Close)
-	for _, base := range []string{real.URL(), notFake.URL, "http://127.0.0.1:1", confpay.DefaultBaseURL} {
+	for _, base := range []string{realClock.URL(), notFake.URL, "http://127.0.0.1:1", confpay.DefaultBaseURL} {
 		if a.serverClockVirtual(context.Background(), base) {
 			t.Errorf("%s: said virtual", base)
 		}

@@ -25,29 +25,68 @@ const virtualHintAfter = 5 * time.Second
 func (a *app) payCmd() *cobra.Command {
 	var (
 		memo, asset, idemKey string
+		amountFile, memoFile string
 		public, wait         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "pay RECIPIENT AMOUNT",
+		Use:   "pay RECIPIENT {AMOUNT | --amount-file F}",
 		Short: "Send a payment",
 		Long: `Send a payment to an @handle, an @owner/agent, a 0x address or a registered
 domain. The amount and memo are sealed: only you and the recipient can read
 them. The amount is exact decimal text (12.5, 0.000001), in USDG unless
 --asset says otherwise.
 
+An argument or flag value is visible to every user of the machine (ps) and
+lands in your shell's history: --amount-file and --memo-file read the amount
+and the memo from a file instead, or from standard input with "-" (one of
+them). The amount file's surrounding white space is ignored; the memo file
+is the memo byte for byte, but for one final line ending.
+
 With --wait, confpay waits until the transfer is confirmed or failed (with a
 progress indicator on a terminal); a failed transfer exits with code 7.
 A payment by an agent above its approval threshold is held for the owner:
 confpay prints the held transaction's id.`,
-		Args: exactArgs("RECIPIENT", "AMOUNT"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 2 && amountFile != "":
+				return usagef("give the amount either as an argument or with --amount-file, not both")
+			case len(args) == 1 && amountFile == "", len(args) != 1 && len(args) != 2:
+				return usagef("%s takes 2 argument(s): RECIPIENT AMOUNT (got %d), or RECIPIENT alone with --amount-file", cmd.CommandPath(), len(args))
+			case cmd.Flags().Changed("memo") && memoFile != "":
+				return usagef("give the memo either with --memo or with --memo-file, not both")
+			}
+			return nil
+		},
 		Example: `  confpay pay @bob 12.5 --memo "lunch"
   confpay pay @bob 0.01 --asset ETH --wait
   confpay pay 0x52908400098527886E0F7030069857D2E4169EE7 5 --public
-  confpay pay @shop 30 --idempotency-key order-1234 --json`,
+  confpay pay @shop 30 --idempotency-key order-1234 --json
+  confpay pay @landlord --amount-file rent.amount --memo-file rent.memo
+  pass show payments/rent | confpay pay @landlord --amount-file - --memo-file rent.memo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			amount, err := confpay.ParseAmount(args[1])
-			if err != nil {
-				return usagef("invalid amount %q: %s", clean(args[1]), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+			var amount confpay.Amount
+			if amountFile != "" {
+				in := input{flag: "--amount-file", what: "the amount", path: amountFile, max: maxAmountFile, limit: "an amount is a short decimal"}
+				b, err := a.read(in)
+				if err != nil {
+					return err
+				}
+				// The amount is confidential: the message never repeats it.
+				if amount, err = confpay.ParseAmount(amountText(b)); err != nil {
+					return usagef("the amount in --amount-file %s is not an amount: %s", in.source(), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+				}
+			} else {
+				var err error
+				if amount, err = confpay.ParseAmount(args[1]); err != nil {
+					return usagef("invalid amount %q: %s", clean(args[1]), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+				}
+			}
+			if memoFile != "" {
+				b, err := a.read(input{flag: "--memo-file", what: "the memo", path: memoFile, max: maxMemoFile, limit: "a memo is at most 1024 bytes"})
+				if err != nil {
+					return err
+				}
+				memo = memoText(b)
 			}
 			p := &confpay.TransferCreateParams{To: args[0], Amount: amount, Memo: memo}
 			if asset != "" {
@@ -113,7 +152,9 @@ confpay prints the held transaction's id.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&memo, "memo", "", "a note sealed with the amount (at most 1024 bytes)")
+	f.StringVar(&memo, "memo", "", "a note sealed with the amount (at most 1024 bytes of UTF-8)")
+	f.StringVar(&amountFile, "amount-file", "", "read the amount from this file (- for standard input), not the command line")
+	f.StringVar(&memoFile, "memo-file", "", "read the memo from this file (- for standard input), not the command line")
 	f.StringVar(&asset, "asset", "", "USDG (default) or ETH")
 	f.BoolVar(&public, "public", false, "send without confidentiality, for a wallet without confidential token support")
 	f.StringVar(&idemKey, "idempotency-key", "", "make a retry of this command safe: the same key never pays twice")
