@@ -271,6 +271,11 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"amount", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1.0000001")})},
 		{"amount", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("0.0000000000000000001"), Asset: "ETH"})},
 		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: strings.Repeat("m", 1025)})},
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: strings.Repeat("é", 512) + "m"})},
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "rent \xff"})},
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xe2\x82"})},
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xed\xa0\x80"})}, // a surrogate's UTF-8 form
+		{"memo", tr(TransferCreateParams{To: "@bob", Amount: MustParseAmount("1"), Memo: "\xc0\xaf"})},     // overlong
 		{"transferID", func() error { _, err := c.Transfers.Get(ctx, ""); return err }()},
 		{"transferID", func() error { _, err := c.Transfers.Get(ctx, ".."); return err }()},
 		{"limit", list(TransferListParams{Limit: -1})},

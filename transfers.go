@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/confpay/confpay-go/decrypt"
 )
@@ -38,6 +39,8 @@ type TransferCreateParams struct {
 	// a recipient wallet without confidential token support.
 	Confidential *bool `json:"confidential,omitempty"`
 	// Memo is sealed with the amount; only sender and recipient can read it.
+	// It is UTF-8 text of at most 1024 bytes, kept byte for byte: Create
+	// refuses a longer memo, or one that is not valid UTF-8, before sending.
 	Memo string `json:"memo,omitempty"`
 }
 
@@ -206,6 +209,12 @@ func (p *TransferCreateParams) validate() error {
 	}
 	if len(p.Memo) > decrypt.MaxMemoBytes {
 		return &ParamError{Param: "memo", Problem: "is longer than 1024 bytes"}
+	}
+	// encoding/json would send invalid UTF-8 as U+FFFD, so the recipient
+	// would read other bytes than the memo holds (a Go string can hold any
+	// bytes; one that is valid UTF-8 holds no surrogate).
+	if !utf8.ValidString(p.Memo) {
+		return &ParamError{Param: "memo", Problem: "is not valid UTF-8 text (it would not reach the recipient as written)"}
 	}
 	return nil
 }

@@ -182,6 +182,41 @@ func TestBadInputChangesNothing(t *testing.T) {
 		tc{"proof query with a bad escape", "GET", "/v1/accounts/me/balances?decryption_proof=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 		tc{"admin query with a semicolon", "GET", "/_fake/books/%40alice?network=test;x=1", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 	)
+	// A memo that decoding would alter (encoding/json reads invalid UTF-8
+	// and escaped lone surrogates as U+FFFD) is refused on every path that
+	// takes one: an owner's payment, an agent's, and an agent's payment
+	// that would be held for approval. Without the refusal each would
+	// make a transfer or a held payment, changing the state.
+	sent := map[string]string{} // case name -> the API key it is sent with (alice's test key otherwise)
+	agentKey := func(name string, p confpay.SpendPolicyParams) string {
+		a, err := newClient(t, srv, alice.test(), nil).Agents.Create(context.Background(), &confpay.AgentCreateParams{Name: name, SpendPolicy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.AddFunds(t, a.AccountID, "USDG", "10")
+		return newKey(t, srv, a.AccountID)
+	}
+	five := confpay.Ptr(confpay.MustParseLimit("5"))
+	for _, payer := range []struct{ name, key string }{
+		{"owner", alice.test()},
+		{"agent", agentKey("payer", confpay.SpendPolicyParams{DailyLimitUSDG: five, PerTransactionLimitUSDG: five})},
+		{"held agent", agentKey("asker", confpay.SpendPolicyParams{DailyLimitUSDG: five, PerTransactionLimitUSDG: five, HITLThresholdUSDG: confpay.Ptr(confpay.MustParseLimit("0.5"))})},
+	} {
+		for _, m := range []struct{ name, memo string }{
+			{"lone high surrogate", `\ud800`},
+			{"lone low surrogate", `rent \udfff`},
+			{"high surrogate then a letter", `\ud83d\u0041`},
+			{"high surrogate at the end", `flat 3 \uD83D`},
+			{"invalid UTF-8 byte", "rent \xff"},
+			{"truncated UTF-8", "\xe2\x82"},
+			{"UTF-8 of a surrogate", "\xed\xa0\x80"},
+			{"1025 bytes of UTF-8", strings.Repeat("é", 512) + "m"},
+		} {
+			c := bad(m.name+" in memo, "+payer.name, tr(`"amount":"1","memo":"`+m.memo+`"`), "memo")
+			sent[c.name] = payer.key
+			cases = append(cases, c)
+		}
+	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
@@ -189,6 +224,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	before := srv.Snapshot()
 	for _, c := range cases {
 		key := alice.test()
+		if k, ok := sent[c.name]; ok {
+			key = k
+		}
 		if strings.HasPrefix(c.path, "/_fake") {
 			key = ""
 		}

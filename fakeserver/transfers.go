@@ -19,6 +19,7 @@ import (
 	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 // transfer is one payment on one network. It is kept lean: a million of
@@ -289,7 +290,9 @@ type createTransferRequest struct {
 	Amount       *string `json:"amount"`
 	Asset        *string `json:"asset"`
 	Confidential *bool   `json:"confidential"`
-	Memo         *string `json:"memo"`
+	// Memo must reach the recipient byte for byte: text that decoding
+	// would alter is refused (internal/strictjson, decisions.md "Memos").
+	Memo *strictjson.ExactString `json:"memo"`
 }
 
 // parseCreateTransfer checks a create body as far as it can without state.
@@ -320,7 +323,7 @@ func parseCreateTransfer(body []byte, assets *assetBook) (*payment, *apiError) {
 		if len(*req.Memo) > decrypt.MaxMemoBytes {
 			return nil, errInvalid("memo", "memo is longer than 1024 bytes")
 		}
-		p.memo = *req.Memo
+		p.memo = string(*req.Memo)
 	}
 	if _, _, _, apiErr := parseRecipient(*req.To); apiErr != nil {
 		return nil, apiErr

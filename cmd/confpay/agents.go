@@ -388,7 +388,7 @@ the question. Scripts (no terminal) are not asked.`,
 			}
 			if held != nil && !yes && (a.terminal || isTerminal(a.stdin)) {
 				if !a.confirm(verb, held, o) {
-					return &codedError{exitError, "nothing was " + verb + "d"}
+					return &codedError{exitError, "nothing was " + strings.TrimSuffix(verb, "e") + "ed"}
 				}
 			}
 			decide := c.Agents.Approve

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -49,6 +48,9 @@ type app struct {
 	// pollWait waits between two polls of pay --wait; tests replace it
 	// to move the fakeserver's clock instead of waiting.
 	pollWait func(ctx context.Context) error
+	// now reads the time pay --wait measures its wait with (time.Now when
+	// nil); tests move it instead of waiting.
+	now func() time.Time
 	// terminal makes the output streams count as terminals (tests).
 	terminal bool
 
@@ -58,8 +60,11 @@ type app struct {
 	keyFile string
 	debug   bool
 
-	started bool // the command's own code started: later errors are not usage errors
-	client  *confpay.Client
+	started  bool   // the command's own code started: later errors are not usage errors
+	stdinFor string // the --*-file flag that reads standard input ("-"), if any
+	client   *confpay.Client
+	key      *decrypt.PrivateKey // the decryption key once read
+	keyRead  bool
 }
 
 // usageError is a mistake on the command line.
@@ -194,7 +199,7 @@ failed (--wait), 130 interrupted.`,
 	pf := root.PersistentFlags()
 	pf.BoolVar(&a.jsonOut, "json", false, "print the SDK's JSON types instead of tables")
 	pf.BoolVar(&a.fake, "fake", false, "use a local confpay-fakeserver at "+fakeURL)
-	pf.StringVar(&a.keyFile, "decryption-key-file", "", "read the decryption key from this file instead of "+envDecryptionKey)
+	pf.StringVar(&a.keyFile, "decryption-key-file", "", "read the decryption key from this file (mode 0600; - for standard input) instead of "+envDecryptionKey)
 	pf.BoolVar(&a.debug, "debug", false, "log each request (method, path, status, request id) on stderr; secrets redacted")
 
 	root.AddCommand(
@@ -253,8 +258,10 @@ func redactKey(k string) string {
 // keySource says where the decryption key comes from, never the key.
 func (a *app) keySource() string {
 	switch {
+	case a.keyFile == "-":
+		return "from standard input"
 	case a.keyFile != "":
-		return "from file " + a.keyFile
+		return "from file " + clean(a.keyFile)
 	case a.env(envDecryptionKey) != "":
 		return "from " + envDecryptionKey
 	}
@@ -262,15 +269,22 @@ func (a *app) keySource() string {
 }
 
 // decryptionKey returns the decryption key, or nil when none is configured.
+// A key file must be private to its owner (mode 0600), as ssh requires of
+// a private key: a decryption key opens every figure of the account.
 func (a *app) decryptionKey() (*decrypt.PrivateKey, error) {
+	if a.keyRead {
+		return a.key, nil
+	}
 	var text, from string
 	switch {
 	case a.keyFile != "":
-		b, err := os.ReadFile(a.keyFile)
+		in := input{flag: "--decryption-key-file", what: "the decryption key", path: a.keyFile,
+			max: maxKeyFile, limit: "a decryption key is 64 hex digits", private: true}
+		b, err := a.read(in)
 		if err != nil {
-			return nil, usagef("--decryption-key-file: %v", err)
+			return nil, err
 		}
-		text, from = string(b), "--decryption-key-file "+a.keyFile
+		text, from = string(b), "--decryption-key-file "+in.source()
 		clear(b)
 	case a.env(envDecryptionKey) != "":
 		text, from = a.env(envDecryptionKey), envDecryptionKey
@@ -282,6 +296,7 @@ func (a *app) decryptionKey() (*decrypt.PrivateKey, error) {
 		// decrypt's errors never quote the input.
 		return nil, usagef("the decryption key in %s is not a key: %v", from, err)
 	}
+	a.key, a.keyRead = k, true
 	return k, nil
 }
 

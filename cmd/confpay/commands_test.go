@@ -126,6 +126,50 @@ func TestPayWaitFailed(t *testing.T) {
 	}
 }
 
+// TestPayWaitVirtualClockHint: against a server whose clock is virtual,
+// pay --wait would wait forever; after a while it says so and how to move
+// the clock, once, and goes on waiting. Time is the test's: no sleep.
+func TestPayWaitVirtualClockHint(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	polls := 0
+	wait := func(context.Context) error {
+		polls++
+		now = now.Add(time.Second) // the CLI's clock moves, the server's does not
+		if polls == 20 {
+			f.srv.Advance(time.Second) // what the user does on reading the hint
+		}
+		return nil
+	}
+	r := runCLI(t, context.Background(), invocation{env: f.as(f.alice, false), pollWait: wait, now: func() time.Time { return now }}, "pay", "@bob", "2", "--wait")
+	if r.code != 0 || !strings.Contains(r.stdout, "confirmed") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	want := "the server's clock is virtual"
+	if strings.Count(r.stderr, want) != 1 || !strings.Contains(r.stderr, "curl -s -X POST "+f.srv.URL()+"/_fake/clock -d '{\"advance\":\"5s\"}'") {
+		t.Errorf("stderr does not say once that the clock is virtual and how to move it:\n%s", r.stderr)
+	}
+}
+
+// TestPayWaitNoHintOnARealClock: a server whose clock is real, or one that
+// is not a fakeserver, gets no hint.
+func TestPayWaitNoHintOnARealClock(t *testing.T) {
+	t.Parallel()
+	a := &app{}
+	realClock := fakeserver.New(t, fakeserver.WithRealClock())
+	notFake := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFake.Close)
+	for _, base := range []string{realClock.URL(), notFake.URL, "http://127.0.0.1:1", confpay.DefaultBaseURL} {
+		if a.serverClockVirtual(context.Background(), base) {
+			t.Errorf("%s: said virtual", base)
+		}
+	}
+	if virtual := fakeserver.New(t); !a.serverClockVirtual(context.Background(), virtual.URL()+"/") {
+		t.Errorf("a virtual clock not seen")
+	}
+}
+
 func TestPayWaitInterrupted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -14,9 +14,11 @@
 //
 // Configuration comes from the environment: CONFPAY_API_KEY (the key's
 // prefix selects the network), CONFPAY_BASE_URL, and CONFPAY_DECRYPTION_KEY
-// (or --decryption-key-file; never a flag value, which would land in the
-// shell's history). --fake targets a confpay-fakeserver on its default
-// address, http://127.0.0.1:12180.
+// (or --decryption-key-file, a file private to its owner, or "-" for
+// standard input; never a flag value, which would land in the shell's
+// history and in ps). pay takes the amount and memo from files too
+// (--amount-file, --memo-file). --fake targets a confpay-fakeserver on its
+// default address, http://127.0.0.1:12180.
 //
 // Exit codes: 0 success, 1 the service refused the request (or another
 // failure), 2 bad usage (unknown command or flag, bad argument or amount,

@@ -57,6 +57,7 @@ type invocation struct {
 	env      map[string]string
 	stdin    string
 	pollWait func(context.Context) error
+	now      func() time.Time // pay --wait's clock (time.Now when nil)
 }
 
 // as returns the environment of an account: its test key, the server's URL
@@ -74,7 +75,7 @@ func runCLI(t *testing.T, ctx context.Context, inv invocation, args ...string) r
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	a := &app{stdin: strings.NewReader(inv.stdin), stdout: &stdout, stderr: &stderr,
-		env: func(k string) string { return inv.env[k] }, pollWait: inv.pollWait}
+		env: func(k string) string { return inv.env[k] }, pollWait: inv.pollWait, now: inv.now}
 	code := a.execute(ctx, args)
 	return result{stdout.String(), stderr.String(), code}
 }

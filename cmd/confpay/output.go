@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/term"
 )
 
 // ANSI colours. Every one has the same length, so a column whose cells are
@@ -21,14 +23,12 @@ const (
 	reset  = "\x1b[0m"
 )
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w (a stream: stdin, stdout or stderr) is a
+// terminal. A character device is not enough: /dev/null, where cron,
+// systemd, CI and docker run without -i put standard input, is one too.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // colorOn reports whether to paint what goes to w: only on a terminal,

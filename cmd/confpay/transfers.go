@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -15,32 +18,75 @@ import (
 // pollInterval is how often pay --wait asks for the transfer's status.
 const pollInterval = 250 * time.Millisecond
 
+// virtualHintAfter is how long pay --wait waits before it asks whether the
+// server's clock is virtual, to say so when it is.
+const virtualHintAfter = 5 * time.Second
+
 func (a *app) payCmd() *cobra.Command {
 	var (
 		memo, asset, idemKey string
+		amountFile, memoFile string
 		public, wait         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "pay RECIPIENT AMOUNT",
+		Use:   "pay RECIPIENT {AMOUNT | --amount-file F}",
 		Short: "Send a payment",
 		Long: `Send a payment to an @handle, an @owner/agent, a 0x address or a registered
 domain. The amount and memo are sealed: only you and the recipient can read
 them. The amount is exact decimal text (12.5, 0.000001), in USDG unless
 --asset says otherwise.
 
+An argument or flag value is visible to every user of the machine (ps) and
+lands in your shell's history: --amount-file and --memo-file read the amount
+and the memo from a file instead, or from standard input with "-" (one of
+them). The amount file's surrounding white space is ignored; the memo file
+is the memo byte for byte, but for one final line ending.
+
 With --wait, confpay waits until the transfer is confirmed or failed (with a
 progress indicator on a terminal); a failed transfer exits with code 7.
 A payment by an agent above its approval threshold is held for the owner:
 confpay prints the held transaction's id.`,
-		Args: exactArgs("RECIPIENT", "AMOUNT"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 2 && amountFile != "":
+				return usagef("give the amount either as an argument or with --amount-file, not both")
+			case len(args) == 1 && amountFile == "", len(args) != 1 && len(args) != 2:
+				return usagef("%s takes 2 argument(s): RECIPIENT AMOUNT (got %d), or RECIPIENT alone with --amount-file", cmd.CommandPath(), len(args))
+			case cmd.Flags().Changed("memo") && memoFile != "":
+				return usagef("give the memo either with --memo or with --memo-file, not both")
+			}
+			return nil
+		},
 		Example: `  confpay pay @bob 12.5 --memo "lunch"
   confpay pay @bob 0.01 --asset ETH --wait
   confpay pay 0x52908400098527886E0F7030069857D2E4169EE7 5 --public
-  confpay pay @shop 30 --idempotency-key order-1234 --json`,
+  confpay pay @shop 30 --idempotency-key order-1234 --json
+  confpay pay @landlord --amount-file rent.amount --memo-file rent.memo
+  pass show payments/rent | confpay pay @landlord --amount-file - --memo-file rent.memo`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			amount, err := confpay.ParseAmount(args[1])
-			if err != nil {
-				return usagef("invalid amount %q: %s", clean(args[1]), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+			var amount confpay.Amount
+			if amountFile != "" {
+				in := input{flag: "--amount-file", what: "the amount", path: amountFile, max: maxAmountFile, limit: "an amount is a short decimal"}
+				b, err := a.read(in)
+				if err != nil {
+					return err
+				}
+				// The amount is confidential: the message never repeats it.
+				if amount, err = confpay.ParseAmount(amountText(b)); err != nil {
+					return usagef("the amount in --amount-file %s is not an amount: %s", in.source(), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+				}
+			} else {
+				var err error
+				if amount, err = confpay.ParseAmount(args[1]); err != nil {
+					return usagef("invalid amount %q: %s", clean(args[1]), strings.TrimPrefix(strings.TrimPrefix(err.Error(), "confpay: "), "amount "))
+				}
+			}
+			if memoFile != "" {
+				b, err := a.read(input{flag: "--memo-file", what: "the memo", path: memoFile, max: maxMemoFile, limit: "a memo is at most 1024 bytes"})
+				if err != nil {
+					return err
+				}
+				memo = memoText(b)
 			}
 			p := &confpay.TransferCreateParams{To: args[0], Amount: amount, Memo: memo}
 			if asset != "" {
@@ -106,7 +152,9 @@ confpay prints the held transaction's id.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&memo, "memo", "", "a note sealed with the amount (at most 1024 bytes)")
+	f.StringVar(&memo, "memo", "", "a note sealed with the amount (at most 1024 bytes of UTF-8)")
+	f.StringVar(&amountFile, "amount-file", "", "read the amount from this file (- for standard input), not the command line")
+	f.StringVar(&memoFile, "memo-file", "", "read the memo from this file (- for standard input), not the command line")
 	f.StringVar(&asset, "asset", "", "USDG (default) or ETH")
 	f.BoolVar(&public, "public", false, "send without confidentiality, for a wallet without confidential token support")
 	f.StringVar(&idemKey, "idempotency-key", "", "make a retry of this command safe: the same key never pays twice")
@@ -115,11 +163,17 @@ confpay prints the held transaction's id.`,
 }
 
 // waitSettled polls the transfer until it leaves pending, showing a
-// spinner on a terminal.
+// spinner on a terminal. After virtualHintAfter it asks once whether the
+// server's clock is virtual (a fakeserver's that moves only when asked),
+// and if so says how to move it: the wait would otherwise never end.
 func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Transfer) (*confpay.Transfer, error) {
 	spin := isTerminal(a.stderr)
 	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-	start := time.Now()
+	now := a.now
+	if now == nil {
+		now = time.Now
+	}
+	start, asked := now(), false
 	wait := a.pollWait
 	if wait == nil {
 		wait = func(ctx context.Context) error {
@@ -134,8 +188,18 @@ func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Tra
 		}
 	}
 	for i := 0; t.Status == confpay.StatusPending; i++ {
+		if !asked && now().Sub(start) >= virtualHintAfter {
+			asked = true
+			if a.serverClockVirtual(ctx, c.BaseURL()) {
+				if spin {
+					fmt.Fprint(a.stderr, "\r\x1b[K")
+				}
+				fmt.Fprintf(a.stderr, "%s is still pending: the server's clock is virtual (confpay-fakeserver -virtual-clock), so no block is mined until it moves. Move it from another shell:\n  curl -s -X POST %s/_fake/clock -d '{\"advance\":\"5s\"}'\n",
+					clean(t.TransferID), clean(strings.TrimSuffix(c.BaseURL(), "/")))
+			}
+		}
 		if spin {
-			fmt.Fprintf(a.stderr, "\r%s waiting for %s: %s (%s)\x1b[K", frames[i%len(frames)], clean(t.TransferID), t.Status, time.Since(start).Round(time.Second))
+			fmt.Fprintf(a.stderr, "\r%s waiting for %s: %s (%s)\x1b[K", frames[i%len(frames)], clean(t.TransferID), t.Status, now().Sub(start).Round(time.Second))
 		}
 		if err := wait(ctx); err != nil {
 			if spin {
@@ -156,6 +220,40 @@ func (a *app) waitSettled(ctx context.Context, c *confpay.Client, t *confpay.Tra
 		fmt.Fprint(a.stderr, "\r\x1b[K")
 	}
 	return t, nil
+}
+
+// serverClockVirtual asks the server at base whether its clock is virtual,
+// as a confpay-fakeserver answers GET /_fake/clock ({"now","virtual"}),
+// without credentials. Any other answer, or none within two seconds, is
+// "no". The real service (the SDK's default URL) is never asked.
+func (a *app) serverClockVirtual(ctx context.Context, base string) bool {
+	if base == confpay.DefaultBaseURL {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(base, "/") + "/_fake/clock"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("User-Agent", "confpay-cli")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if a.debug {
+			fmt.Fprintf(a.stderr, "debug: GET %s (is the server's clock virtual?): no answer\n", clean(u))
+		}
+		return false
+	}
+	defer resp.Body.Close()
+	var clock struct {
+		Virtual bool `json:"virtual"`
+	}
+	virtual := resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&clock) == nil && clock.Virtual
+	if a.debug {
+		fmt.Fprintf(a.stderr, "debug: GET %s (is the server's clock virtual?): %d, virtual %t\n", clean(u), resp.StatusCode, virtual)
+	}
+	return virtual
 }
 
 // transferFields prints one transfer; o is its opened note, if any, and

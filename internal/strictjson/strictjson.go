@@ -49,6 +49,17 @@ func (e *Error) Error() string {
 // errBody is the error for a body that is not one valid JSON object.
 var errBody = &Error{Problem: "must be one valid JSON object"}
 
+// ExactString is a string member whose text must reach its reader byte for
+// byte. encoding/json replaces invalid UTF-8, and a \u escape of a lone
+// surrogate ("\ud800"), with U+FFFD when it decodes a string, so the text
+// decoded would not be the text sent: Decode refuses such a value in a
+// member of type ExactString or *ExactString, naming the member. A memo
+// that a recipient decrypts is one.
+type ExactString string
+
+// inexact is the problem of an ExactString value that decoding would alter.
+const inexact = `must be valid UTF-8 text: invalid UTF-8 or an escaped lone surrogate (\ud800) is refused, never replaced with U+FFFD`
+
 // Decode decodes body, one JSON object, into v, a non-nil pointer to a
 // struct. An empty body (only white space) is an empty object. Member
 // names are matched exactly against the json tags of v's fields (the
@@ -245,6 +256,64 @@ func plainText(s []byte) bool {
 	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
 }
 
+// exactText reports whether q, one valid JSON string, decodes to exactly
+// the text it spells: every byte outside an escape is part of valid UTF-8,
+// and every \u escape of a surrogate is the high half of a pair whose low
+// half is the next escape. encoding/json replaces anything else with
+// U+FFFD. This is the one place that rule is written.
+func exactText(q []byte) bool {
+	s := q[1 : len(q)-1]
+	if plainText(s) {
+		return true
+	}
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == '\\' && s[i+1] == 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			switch {
+			case r < 0xD800 || r > 0xDFFF:
+			case r <= 0xDBFF && i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' && isLowSurrogate(hex4(s[i+2:i+6])):
+				i += 6 // a pair
+			default:
+				return false // a lone half
+			}
+		case c == '\\':
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return false
+			}
+			i += n
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape, which json.Valid checked.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// isLowSurrogate reports whether r is the low (second) half of a UTF-16
+// surrogate pair.
+func isLowSurrogate(r rune) bool { return r >= 0xDC00 && r <= 0xDFFF }
+
 // unquote returns the text of q, one valid JSON string, as encoding/json
 // reads it: the bytes themselves when they are plain, else encoding/json's
 // own reading (escapes, and U+FFFD for invalid UTF-8).
@@ -428,6 +497,9 @@ func decodeStruct(raw []byte, path string, dst reflect.Value) error {
 func leaf(raw []byte, path string, dst reflect.Value, ti *typeInfo) error {
 	if err := checkNoDuplicates(raw, path); err != nil {
 		return err
+	}
+	if ti.exact && raw[0] == '"' && !exactText(raw) {
+		return &Error{Path: path, Problem: inexact}
 	}
 	if setDirect(raw, dst, ti) {
 		return nil
@@ -655,6 +727,7 @@ type typeInfo struct {
 	kind      reflect.Kind // the type's kind
 	named     bool         // the type has a name
 	number    bool         // json.Number
+	exact     bool         // ExactString, or an unnamed pointer to one
 	elem      *typeInfo    // an unnamed pointer's element, when a string or bool kind
 }
 
@@ -671,6 +744,7 @@ func infoOf(t reflect.Type) *typeInfo {
 		kind:   t.Kind(),
 		named:  t.Name() != "",
 		number: t == numberType,
+		exact:  t == exactStringType || t.Kind() == reflect.Pointer && t.Name() == "" && t.Elem() == exactStringType,
 	}
 	if t.Kind() == reflect.Map {
 		ti.stringKey = t.Key().Kind() == reflect.String && !custom(t.Key())
@@ -789,6 +863,7 @@ var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	numberType          = reflect.TypeFor[json.Number]()
+	exactStringType     = reflect.TypeFor[ExactString]()
 )
 
 // custom reports whether t decodes itself (json.RawMessage included).
