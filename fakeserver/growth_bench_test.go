@@ -71,8 +71,8 @@ func fundedAgent(b *testing.B, srv *fakeserver.Server, owner *fakeserver.Account
 // nothing else is kept. The heap is measured after 2 virtual days and
 // after 4. Two rates:
 //
-//   - cap: 20,000 requests a day, so the per-account bound (10,000 keys by
-//     default) answers 429 while all kept keys are younger than 24 h;
+//   - cap: 20,000 requests a day, so the per-account bound (set to 10,000
+//     keys here; 100,000 by default) answers 429 while all kept keys are younger than 24 h;
 //   - expiry: 5,000 a day, below the bound, so only the 24 h expiry keeps
 //     the store bounded.
 //
@@ -86,7 +86,7 @@ func BenchmarkIdempotencyGrowth(b *testing.B) {
 		}
 		b.Run(name+"/per-day="+strconv.Itoa(perDay), func(b *testing.B) {
 			for b.Loop() {
-				srv := fakeserver.NewUnstartedServer()
+				srv := fakeserver.NewUnstartedServer(fakeserver.WithMaxIdempotencyKeys(10_000))
 				alice := newAccount(b, srv, "@alice").info
 				newAccount(b, srv, "@bob")
 				key := alice.TestKey.Reveal()
@@ -302,5 +302,45 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 		srv.Close()
 		rc.Close()
+	}
+}
+
+// BenchmarkIdempotencyKeyMemory (issue 22 item 5): what one kept
+// Idempotency-Key costs. The same 20,000 payments (201, a typical
+// answer kept whole) are made on two servers, one with a new key each
+// and one without; the difference of the live heaps, per payment, is the
+// cost of a key: its entry, the request's fingerprint and the stored
+// answer. answer-B is the size of that answer's body.
+func BenchmarkIdempotencyKeyMemory(b *testing.B) {
+	const n = 20_000
+	for b.Loop() {
+		var heaps [2]uint64
+		var answer int
+		for i, keyed := range []bool{false, true} {
+			srv := fakeserver.NewUnstartedServer(fakeserver.WithMaxIdempotencyKeys(n))
+			alice := newAccount(b, srv, "@alice").info
+			newAccount(b, srv, "@bob")
+			if err := srv.Fund("@alice", confpay.NetworkTest, "USDG", "1000000"); err != nil {
+				b.Fatal(err)
+			}
+			h, key := srv.Handler(), alice.TestKey.Reveal()
+			base := liveHeap()
+			for j := range n {
+				var headers []string
+				if keyed {
+					headers = []string{"Idempotency-Key", "payment-" + strconv.Itoa(j)}
+				}
+				a := serve(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1","memo":"invoice `+strconv.Itoa(j)+`"}`, headers...)
+				if a.status != http.StatusCreated {
+					b.Fatalf("payment %d: %d %s", j, a.status, a.body)
+				}
+				answer = len(a.body)
+			}
+			heaps[i] = liveHeap() - base
+			runtime.KeepAlive(srv)
+			srv.Close()
+		}
+		b.ReportMetric(float64(int64(heaps[1])-int64(heaps[0]))/n, "B/key")
+		b.ReportMetric(float64(answer), "answer-B")
 	}
 }

@@ -268,7 +268,7 @@ func WithAdminToken(token string) Option {
 func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
 
 // WithMaxIdempotencyKeys bounds how many Idempotency-Keys the server keeps
-// per account and network (default DefaultMaxIdempotencyKeys, 10,000): a request with one more new
+// per account and network (default DefaultMaxIdempotencyKeys, 100,000): a request with one more new
 // key, while all are younger than 24 hours, answers 429 rate_limited with
 // Retry-After until the oldest expires. It keeps a long-running server's
 // memory bounded whatever its callers send.
