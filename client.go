@@ -39,8 +39,9 @@ const (
 // Retry timing. The wait before retry n (counting from 0) is
 // base · 2^n with ±25 % jitter, capped at max: by default
 // DefaultRetryBackoffBase and DefaultRetryBackoffMax (WithRetryBackoff
-// changes both). A Retry-After header on the answer replaces it, clamped
-// to maxRetryAfter.
+// changes both). A Retry-After header on the answer replaces it; one
+// longer than maxRetryAfter is a wait the client will not make, so the
+// answer is returned at once.
 const (
 	// DefaultRetryBackoffBase is the wait before the first retry, before
 	// jitter (see WithRetryBackoff).
@@ -51,6 +52,8 @@ const (
 	baseBackoff   = DefaultRetryBackoffBase
 	maxBackoff    = DefaultRetryBackoffMax
 	maxRetryAfter = 30 * time.Second
+	// maxRetryAfterParsed is where parseRetryAfter saturates.
+	maxRetryAfterParsed = 999_999_999 * time.Second
 )
 
 // maxBody caps every response body the client reads.
@@ -139,8 +142,9 @@ func WithMaxRetries(n int) Option { return func(c *clientConfig) { c.maxRetries 
 // WithRetryBackoff sets the wait before each retry: base · 2^n before retry
 // n (from 0), with ±25 % jitter, never more than max (default 0.5 s and
 // 8 s). base must be at least 0 and max at least base; base 0 retries at
-// once. A Retry-After header on the answer still replaces the backoff (up
-// to 30 s): the server asked for that wait. Tests use a small backoff,
+// once. A Retry-After header on the answer still replaces the backoff:
+// the server asked for that wait (one longer than 30 s returns the answer
+// at once). Tests use a small backoff,
 // such as WithRetryBackoff(time.Millisecond, 10*time.Millisecond), so that
 // a retried transport error costs milliseconds; the client a fakeserver
 // hands out (fakeserver.Server.Client) has one already.
@@ -609,6 +613,9 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	if !retryable(resp, err) || cl.tries > c.maxRetries {
 		return false, nil
 	}
+	if tooLongToWait(resp) {
+		return false, nil // the server asked for a wait the client will not make: answer now
+	}
 	wait := c.wait(cl.tries-1, resp)
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
 		return false, nil // the wait would outlast the call: answer now
@@ -705,12 +712,24 @@ var defaultBackoff = backoff{base: baseBackoff, max: maxBackoff}
 // retryWait is the default wait before retry n (from 0).
 func retryWait(n int, resp *http.Response) time.Duration { return defaultBackoff.wait(n, resp) }
 
+// tooLongToWait reports whether resp carries a Retry-After longer than
+// maxRetryAfter: retrying sooner would go against the server's word, and
+// sleeping that long would stall the caller, so the call answers at once.
+func tooLongToWait(resp *http.Response) bool {
+	if resp == nil {
+		return false
+	}
+	d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return ok && d > maxRetryAfter
+}
+
 // wait is the wait before retry n (from 0): the answer's Retry-After when
-// it has one (clamped to 30 s), else the backoff.
+// it has one (clamped to 30 s; checkRetry gives up before a longer one),
+// else the backoff.
 func (b backoff) wait(n int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return d
+			return min(d, maxRetryAfter)
 		}
 	}
 	return b.delay(n, randN)
@@ -743,7 +762,8 @@ func (b backoff) delay(n int, random func(time.Duration) time.Duration) time.Dur
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date. The
-// result is clamped to [0, 30 s].
+// result is at least 0; a figure past maxRetryAfterParsed reads as that
+// (any such wait is too long to make).
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
@@ -751,8 +771,8 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	var d time.Duration
 	if isDigits(v) {
 		v = strings.TrimLeft(v, "0")
-		if len(v) > 5 { // more than a day: clamp
-			return maxRetryAfter, true
+		if len(v) > 9 { // more than 30 years: saturate
+			return maxRetryAfterParsed, true
 		}
 		secs := 0
 		for i := 0; i < len(v); i++ {
@@ -766,7 +786,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		}
 		d = t.Sub(now)
 	}
-	return min(max(d, 0), maxRetryAfter), true
+	return min(max(d, 0), maxRetryAfterParsed), true
 }
 
 // newAPIError builds the error for a non-2xx answer from its body.

@@ -91,9 +91,10 @@
 // Failed attempts are retried (2 retries by default, WithMaxRetries):
 // connection errors, 408, 429, 500, 502, 503, 504, and 409
 // idempotency_key_in_use. The wait is 0.5 s·2^n with ±25 % jitter, capped at
-// 8 s, or the answer's Retry-After (at most 30 s). A wait that would outlast
-// the context's deadline is not started, and cancelling the context stops
-// the call at once. WithTimeout bounds each attempt (30 s by default);
+// 8 s, or the answer's Retry-After. A Retry-After longer than 30 s, or a
+// wait that would outlast the context's deadline, is not started: the
+// answer is returned at once. Cancelling the context stops the call at
+// once. WithTimeout bounds each attempt (30 s by default);
 // WithCallTimeout or a context deadline bounds a whole call. When retries
 // run out, the last answer is returned as its *APIError.
 //

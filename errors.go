@@ -41,6 +41,7 @@ const (
 	CodeNotFound             ErrorCode = "not_found"
 	CodeMethodNotAllowed     ErrorCode = "method_not_allowed"
 	CodeAgentNameTaken       ErrorCode = "agent_name_taken"
+	CodeAgentLimitReached    ErrorCode = "agent_limit_reached"
 	CodeIdempotencyKeyInUse  ErrorCode = "idempotency_key_in_use"
 	CodeRequestTooLarge      ErrorCode = "request_too_large"
 	CodeIdempotencyKeyReused ErrorCode = "idempotency_key_reused"

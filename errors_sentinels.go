@@ -21,6 +21,7 @@ const (
 	ErrNotFound                      ErrorCode = CodeNotFound
 	ErrMethodNotAllowed              ErrorCode = CodeMethodNotAllowed
 	ErrAgentNameTaken                ErrorCode = CodeAgentNameTaken
+	ErrAgentLimitReached             ErrorCode = CodeAgentLimitReached
 	ErrIdempotencyKeyInUse           ErrorCode = CodeIdempotencyKeyInUse
 	ErrRequestTooLarge               ErrorCode = CodeRequestTooLarge
 	ErrIdempotencyKeyReused          ErrorCode = CodeIdempotencyKeyReused

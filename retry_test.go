@@ -277,6 +277,48 @@ func TestWaitPastDeadline(t *testing.T) {
 	}
 }
 
+// TestLongRetryAfterAnswersAtOnce (issue 22 item 5): a Retry-After longer
+// than the longest wait the client makes (30 s) is a wait it will not
+// make: the call returns the typed error after one attempt, at once,
+// instead of sleeping 30 s per retry and failing anyway. Up to 30 s the
+// wait is made. The wait seam records the waits and sleeps none.
+func TestLongRetryAfterAnswersAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, retryAfter string
+		attempts         int32
+	}{
+		{"a day, in seconds", "86378", 1},
+		{"31 s", "31", 1},
+		{"an hour, as a date", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), 1},
+		{"30 s", "30", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			c := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
+				n.Add(1)
+				w.Header().Set("Retry-After", tc.retryAfter)
+				writeJSON(w, 429, []byte(`{"code":"rate_limited","message":"the account keeps the most Idempotency-Keys it may"}`))
+			})
+			var waits []time.Duration
+			c.wait = func(retry int, resp *http.Response) time.Duration {
+				waits = append(waits, retryWait(retry, resp))
+				return 0
+			}
+			_, err := c.Transfers.Create(context.Background(), &TransferCreateParams{To: "@bob", Amount: MustParseAmount("1")})
+			if !errors.Is(err, ErrRateLimited) {
+				t.Fatalf("error %v, want the typed 429", err)
+			}
+			if got := n.Load(); got != tc.attempts {
+				t.Errorf("%d attempts, want %d (waits asked: %v)", got, tc.attempts, waits)
+			}
+			var ae *APIError
+			if errors.As(err, &ae) && ae.IdempotencyKey == "" {
+				t.Error("the error does not report the Idempotency-Key sent")
+			}
+		})
+	}
+}
+
 func TestBackoffDelay(t *testing.T) {
 	lowest := func(time.Duration) time.Duration { return 0 }
 	highest := func(n time.Duration) time.Duration { return n - 1 }
@@ -310,13 +352,15 @@ func TestParseRetryAfter(t *testing.T) {
 		{"0", 0, true},
 		{"2", 2 * time.Second, true},
 		{"30", 30 * time.Second, true},
-		{"120", maxRetryAfter, true},
-		{"99999999999999999999", maxRetryAfter, true},
+		{"120", 120 * time.Second, true},
+		{"86378", 86378 * time.Second, true},
+		{"999999999", maxRetryAfterParsed, true},
+		{"99999999999999999999", maxRetryAfterParsed, true},
 		{"-1", 0, false},
 		{"1.5", 0, false},
 		{" 2", 0, false},
 		{now.Add(5 * time.Second).Format(http.TimeFormat), 5 * time.Second, true},
-		{now.Add(time.Hour).Format(http.TimeFormat), maxRetryAfter, true},
+		{now.Add(time.Hour).Format(http.TimeFormat), time.Hour, true},
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
 		{"tomorrow", 0, false},
 	} {
@@ -334,10 +378,10 @@ func FuzzParseRetryAfter(f *testing.F) {
 	now := time.Date(2026, 7, 2, 14, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
 		d, ok := parseRetryAfter(s, now)
-		if d < 0 || d > maxRetryAfter {
-			t.Fatalf("parseRetryAfter(%q) = %v outside [0, 30s]", s, d)
+		if d < 0 || d > maxRetryAfterParsed {
+			t.Fatalf("parseRetryAfter(%q) = %v outside [0, %v]", s, d, maxRetryAfterParsed)
 		}
-		if n, err := strconv.Atoi(s); err == nil && isDigits(s) && n <= 30 && (!ok || d != time.Duration(n)*time.Second) {
+		if n, err := strconv.Atoi(s); err == nil && isDigits(s) && n <= 999_999_999 && (!ok || d != time.Duration(n)*time.Second) {
 			t.Fatalf("parseRetryAfter(%q) = %v, %v", s, d, ok)
 		}
 	})

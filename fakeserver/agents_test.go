@@ -1,7 +1,10 @@
 package fakeserver_test
 
 import (
+	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +331,46 @@ func TestAgentsPolicyOwnership(t *testing.T) {
 	}
 	if p, _ := f.alice.Agents.GetPolicy(f.ctx, a.AccountID); p.DailyLimitUSDG.String() != "500" {
 		t.Errorf("a refused PATCH changed the policy: %+v", p)
+	}
+}
+
+// TestAgentLimitPerOwner (issue 22 item 4): an owner has at most the
+// bound of agents (WithMaxAgentsPerOwner; 1,000 by default); one more is
+// 409 agent_limit_reached without Retry-After (time frees nothing),
+// nothing is created, and another owner is not affected.
+func TestAgentLimitPerOwner(t *testing.T) {
+	if fakeserver.DefaultMaxAgentsPerOwner != 1000 {
+		t.Errorf("DefaultMaxAgentsPerOwner = %d, want 1000 (decisions.md)", fakeserver.DefaultMaxAgentsPerOwner)
+	}
+	srv := fakeserver.New(t, fakeserver.WithMaxAgentsPerOwner(3))
+	owner := newAccount(t, srv, "@owner")
+	other := newAccount(t, srv, "@other")
+	policy := `"spend_policy": {"daily_limit_usdg": 5, "per_transaction_limit_usdg": 1}`
+	create := func(p party, name string) answer {
+		return rawCall(t, srv, "POST", "/v1/accounts/me/agents", p.test(), `{"name": "`+name+`", `+policy+`}`)
+	}
+	for i := range 3 {
+		if a := create(owner, "bot"+strconv.Itoa(i)); a.status != 201 {
+			t.Fatalf("agent %d: %d %s", i, a.status, a.body)
+		}
+	}
+	before := len(srv.Accounts())
+	a := create(owner, "bot3")
+	if eb := a.err(); a.status != 409 || eb.Code != confpay.CodeAgentLimitReached {
+		t.Fatalf("agent past the bound: %d %s, want 409 agent_limit_reached", a.status, a.body)
+	}
+	if ra := a.header.Get("Retry-After"); ra != "" {
+		t.Errorf("Retry-After %q on agent_limit_reached, want none", ra)
+	}
+	if n := len(srv.Accounts()); n != before {
+		t.Errorf("%d accounts after the refusal, want %d", n, before)
+	}
+	// The SDK's typed code.
+	_, err := newClient(t, srv, owner.test(), nil, noRetry).Agents.Create(context.Background(), &confpay.AgentCreateParams{Name: "bot4", SpendPolicy: basePolicy})
+	if !errors.Is(err, confpay.ErrAgentLimitReached) {
+		t.Errorf("SDK error %v, want ErrAgentLimitReached", err)
+	}
+	if a := create(other, "bot0"); a.status != 201 {
+		t.Errorf("another owner's agent: %d %s", a.status, a.body)
 	}
 }

@@ -125,6 +125,11 @@ func checkEventKinds(events []string) *apiError {
 	return nil
 }
 
+// busyRetryAfter is the Retry-After of a replay refused by the bound of
+// pending deliveries: room comes back as attempts succeed, or fail for
+// good after their last retry.
+const busyRetryAfter = "60"
+
 // hooksError turns an error of internal/hooks into the answer. A
 // subscription of another account is exactly like an unknown id.
 func hooksError(err error) error {
@@ -136,6 +141,11 @@ func hooksError(err error) error {
 		return errNotFound("no such webhook")
 	case hooks.ErrNoEvent:
 		return errNotFound("no such event for this webhook's account")
+	case hooks.ErrBusy:
+		e := newError(http.StatusTooManyRequests, confpay.CodeRateLimited,
+			"the webhook or its account has the most deliveries pending it may; retry once some are delivered")
+		e.retryAfter = busyRetryAfter
+		return e
 	}
 	return err
 }

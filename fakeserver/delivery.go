@@ -35,6 +35,11 @@ func (s *Server) newHooks() *hooks.Hooks {
 		Timeout:   s.opts.deliveryTimeout,
 		Transport: hookTransport(receiverRouter{base: tr, rs: &s.receivers}),
 		Log:       s.log,
+
+		MaxPending:           s.opts.hookBounds.pending,
+		MaxPendingPerAccount: s.opts.hookBounds.pendingPerAccount,
+		MaxEvents:            s.opts.hookBounds.events,
+		MaxRecords:           s.opts.hookBounds.records,
 	}
 	if s.opts.noDeliveryJitter {
 		cfg.Jitter = hooks.NoJitter

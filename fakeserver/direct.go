@@ -384,8 +384,8 @@ func (s *Server) SubscribeHandler(accountRef string, n confpay.Network, h http.H
 
 // Events returns the events recorded for accountRef on network n (those
 // its subscriptions receive or could replay), oldest first, from the
-// 30-day history window. Events are recorded whether or not anyone
-// subscribed.
+// 30-day history window and at most the last WithMaxEvents of the
+// account. Events are recorded whether or not anyone subscribed.
 func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, error) {
 	acct, err := s.accountID(accountRef, n)
 	if err != nil {
@@ -401,7 +401,8 @@ func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, er
 
 // Deliveries returns the delivery records of accountRef's live
 // subscriptions on network n: per subscription (oldest subscription
-// first), oldest delivery first.
+// first), oldest delivery first; the account keeps at most about
+// WithMaxDeliveryRecords finished ones.
 func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRecord, error) {
 	acct, err := s.accountID(accountRef, n)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,8 +72,8 @@ func fundedAgent(b *testing.B, srv *fakeserver.Server, owner *fakeserver.Account
 // nothing else is kept. The heap is measured after 2 virtual days and
 // after 4. Two rates:
 //
-//   - cap: 20,000 requests a day, so the per-account bound (10,000 keys by
-//     default) answers 429 while all kept keys are younger than 24 h;
+//   - cap: 20,000 requests a day, so the per-account bound (set to 10,000
+//     keys here; 100,000 by default) answers 429 while all kept keys are younger than 24 h;
 //   - expiry: 5,000 a day, below the bound, so only the 24 h expiry keeps
 //     the store bounded.
 //
@@ -86,7 +87,7 @@ func BenchmarkIdempotencyGrowth(b *testing.B) {
 		}
 		b.Run(name+"/per-day="+strconv.Itoa(perDay), func(b *testing.B) {
 			for b.Loop() {
-				srv := fakeserver.NewUnstartedServer()
+				srv := fakeserver.NewUnstartedServer(fakeserver.WithMaxIdempotencyKeys(10_000))
 				alice := newAccount(b, srv, "@alice").info
 				newAccount(b, srv, "@bob")
 				key := alice.TestKey.Reveal()
@@ -302,5 +303,154 @@ func BenchmarkHookSoakOverHTTP(b *testing.B) {
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 		srv.Close()
 		rc.Close()
+	}
+}
+
+// BenchmarkIdempotencyKeyMemory (issue 22 item 5): what one kept
+// Idempotency-Key costs. The same 20,000 payments (201, a typical
+// answer kept whole) are made on two servers, one with a new key each
+// and one without; the difference of the live heaps, per payment, is the
+// cost of a key: its entry, the request's fingerprint and the stored
+// answer. answer-B is the size of that answer's body.
+func BenchmarkIdempotencyKeyMemory(b *testing.B) {
+	const n = 20_000
+	for b.Loop() {
+		var heaps [2]uint64
+		var answer int
+		for i, keyed := range []bool{false, true} {
+			srv := fakeserver.NewUnstartedServer(fakeserver.WithMaxIdempotencyKeys(n))
+			alice := newAccount(b, srv, "@alice").info
+			newAccount(b, srv, "@bob")
+			if err := srv.Fund("@alice", confpay.NetworkTest, "USDG", "1000000"); err != nil {
+				b.Fatal(err)
+			}
+			h, key := srv.Handler(), alice.TestKey.Reveal()
+			base := liveHeap()
+			for j := range n {
+				var headers []string
+				if keyed {
+					headers = []string{"Idempotency-Key", "payment-" + strconv.Itoa(j)}
+				}
+				a := serve(h, "POST", "/v1/transfers", key, `{"to":"@bob","amount":"1","memo":"invoice `+strconv.Itoa(j)+`"}`, headers...)
+				if a.status != http.StatusCreated {
+					b.Fatalf("payment %d: %d %s", j, a.status, a.body)
+				}
+				answer = len(a.body)
+			}
+			heaps[i] = liveHeap() - base
+			runtime.KeepAlive(srv)
+			srv.Close()
+		}
+		b.ReportMetric(float64(int64(heaps[1])-int64(heaps[0]))/n, "B/key")
+		b.ReportMetric(float64(answer), "answer-B")
+	}
+}
+
+// floodEvents is how many policy changes BenchmarkOneAccountFlood's
+// flooder makes in each half of its run.
+var floodEvents = flag.Int("flood.events", 40_000, "policy changes per half of BenchmarkOneAccountFlood")
+
+// BenchmarkOneAccountFlood (issue 22 item 4): one account floods the
+// server with spend-policy changes (PATCH, which needs no funds), each an
+// agent.policy.updated event for its sixteen subscriptions, whose
+// receivers all answer 500; a victim account changes its own agent's
+// policy once every 100 of the flooder's, and its one receiver answers at
+// once. The clock steps 1 s every 100 changes. Bounds are scaled down
+// (5,000 events and delivery records per account, 1,000 pending
+// deliveries per subscription and 2,000 per account) so that the flood
+// passes every one of them early in the run. The heap is measured after
+// -flood.events changes (L) and after twice as many (2L): bounded per
+// account, it stays flat. victim-late counts the victim's deliveries not
+// made at the instant of their event or not succeeded (want 0).
+func BenchmarkOneAccountFlood(b *testing.B) {
+	L := *floodEvents
+	for b.Loop() {
+		srv := fakeserver.NewUnstartedServer(fakeserver.WithoutDeliveryJitter(), fakeserver.WithMaxEvents(5_000),
+			fakeserver.WithMaxDeliveryRecords(5_000), fakeserver.WithMaxPendingDeliveries(1_000, 2_000))
+		flooder := newAccount(b, srv, "@flood").info
+		victim := newAccount(b, srv, "@victim").info
+		floodAgent, _ := fundedAgent(b, srv, flooder, confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("10")})
+		victimAgent, _ := fundedAgent(b, srv, victim, confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("10")})
+		fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+		secret := confpay.Secret("whsec_" + strings.Repeat("s", 32))
+		for range 16 {
+			if _, err := srv.SubscribeHandler("@flood", confpay.NetworkTest, fail, secret, webhookverify.KindAgentPolicyUpdated); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		arrived := map[string]time.Time{} // victim's event id → server time of its first attempt
+		if _, err := srv.SubscribeHandler("@victim", confpay.NetworkTest, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			if _, ok := arrived[r.Header.Get(webhookverify.EventIDHeader)]; !ok {
+				arrived[r.Header.Get(webhookverify.EventIDHeader)] = srv.Now()
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}), secret, webhookverify.KindAgentPolicyUpdated); err != nil {
+			b.Fatal(err)
+		}
+		h := srv.Handler()
+		patch := func(key, agentID string, i int) {
+			a := serve(h, "PATCH", "/v1/agents/"+agentID+"/spend-policy", key, `{"daily_limit_usdg": `+strconv.Itoa(500+i%2)+`}`)
+			if a.status != http.StatusOK {
+				b.Fatalf("PATCH %d: %d %s", i, a.status, a.body)
+			}
+		}
+		i := 0
+		run := func() {
+			for range L {
+				i++
+				patch(flooder.TestKey.Reveal(), floodAgent.AccountID, i)
+				if i%100 == 0 {
+					patch(victim.TestKey.Reveal(), victimAgent.AccountID, i/100)
+					srv.Advance(time.Second)
+				}
+			}
+		}
+		run()
+		first := liveHeap()
+		run()
+		second := liveHeap()
+		srv.Sync()
+		evs, err := srv.Events("@victim", confpay.NetworkTest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		late := 0
+		mu.Lock()
+		for _, e := range evs {
+			if at, ok := arrived[e.ID]; !ok || !at.Equal(e.At) {
+				late++
+			}
+		}
+		mu.Unlock()
+		dels, err := srv.Deliveries("@victim", confpay.NetworkTest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, d := range dels {
+			if d.Status != confpay.DeliverySucceeded || d.Attempts != 1 {
+				late++
+			}
+		}
+		if len(evs) != 2*L/100 || len(dels) != len(evs) {
+			b.Fatalf("victim: %d events, %d deliveries; want %d each", len(evs), len(dels), 2*L/100)
+		}
+		var refused int
+		fdels, _ := srv.Deliveries("@flood", confpay.NetworkTest)
+		for _, d := range fdels {
+			if d.Status == confpay.DeliveryFailed && d.Attempts == 0 {
+				refused++
+			}
+		}
+		reportGrowth(b, first, second, "L", "2L")
+		b.ReportMetric(float64(late), "victim-late")
+		b.ReportMetric(float64(len(evs)), "victim-events")
+		b.ReportMetric(float64(refused), "flood-refused-kept")
+		if late > 0 {
+			b.Fatalf("%d of the victim's %d deliveries late or not succeeded", late, len(evs))
+		}
+		srv.Close()
 	}
 }

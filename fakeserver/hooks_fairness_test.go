@@ -1,10 +1,12 @@
 package fakeserver
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -28,5 +30,80 @@ func TestDeliveriesNeverTakeTheServerLock(t *testing.T) {
 	s.mu.Unlock()
 	if !recorded {
 		t.Fatal("the answer was not recorded while the server lock was held")
+	}
+}
+
+// TestAFloodingAccountNeverFailsAnothersDeliveries (issue 22 item 4): one
+// account floods its sixteen subscriptions (half the receivers hang, half
+// answer 500) far past its bounds of pending deliveries. Its own new
+// deliveries then fail at once; a victim's deliveries made meanwhile are
+// every one attempted at the instant of its event and retried on the
+// schedule (5 s later), never failed with 0 attempts.
+func TestAFloodingAccountNeverFailsAnothersDeliveries(t *testing.T) {
+	s := New(t, WithMaxPendingDeliveries(20, 40), WithoutDeliveryJitter(), WithDeliveryTimeout(300*time.Millisecond))
+	hangs := newHookReceiver(t, s, answerAlways(0))
+	fails := newHookReceiver(t, s, answerAlways(500))
+	victimRC := newHookReceiver(t, s, func(n int, _ *http.Request) int {
+		if n <= 5 {
+			return 503 // each delivery's first attempt fails
+		}
+		return 204
+	})
+	flood := newTestParty(t, s, "@flood")
+	victim := newTestParty(t, s, "@victim")
+	for i := range hooks.MaxSubscriptions {
+		rc := hangs
+		if i%2 == 1 {
+			rc = fails
+		}
+		subscribeHooks(t, flood, rc.url(), webhookverify.KindTransferInitiated)
+	}
+	subscribeHooks(t, victim, victimRC.url(), webhookverify.KindTransferInitiated)
+	t0 := s.Now()
+	for i := range 100 {
+		emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, flood.acct, nil))
+		if i%20 == 10 {
+			emitTransfer(s, webhookverify.KindTransferInitiated, handTransfer(s, victim.acct, nil))
+		}
+	}
+	s.Sync()
+	victimRC.waitFor(t, 5)
+	check := func(when string, status confpay.DeliveryStatus, attempts int) {
+		t.Helper()
+		recs := s.hooks.DeliveryRecords(confpay.NetworkTest, victim.acct.id)
+		if len(recs) != 5 {
+			t.Fatalf("%s: %d victim deliveries, want 5", when, len(recs))
+		}
+		for _, d := range recs {
+			if d.Status != status || d.Attempts != attempts {
+				t.Errorf("%s: victim delivery %s is %s after %d attempts, want %s after %d", when, d.DeliveryID, d.Status, d.Attempts, status, attempts)
+			}
+		}
+	}
+	check("after the flood", confpay.DeliveryPending, 1)
+	s.Advance(5 * time.Second)
+	victimRC.waitFor(t, 10)
+	check("5 s later", confpay.DeliverySucceeded, 2)
+	for i, hit := range victimRC.all() {
+		want := t0
+		if i >= 5 {
+			want = t0.Add(5 * time.Second)
+		}
+		if !hit.at.Equal(want) {
+			t.Errorf("victim attempt %d at %v, want %v", i+1, hit.at.Sub(t0), want.Sub(t0))
+		}
+	}
+	// The flood did reach its own bound.
+	var pending, refused int
+	for _, d := range s.hooks.DeliveryRecords(confpay.NetworkTest, flood.acct.id) {
+		switch {
+		case d.Status == confpay.DeliveryPending:
+			pending++
+		case d.Status == confpay.DeliveryFailed && d.Attempts == 0:
+			refused++
+		}
+	}
+	if pending > 40 || refused == 0 {
+		t.Errorf("flooder: %d pending, %d refused; want at most its bound 40 and some refused", pending, refused)
 	}
 }

@@ -20,7 +20,7 @@ import (
 //   - the same key while the first request still runs is 409
 //     idempotency_key_in_use;
 //   - a new key when the account already holds the most keys the store
-//     keeps per account and network (10,000 unless WithMaxIdempotencyKeys
+//     keeps per account and network (100,000 unless WithMaxIdempotencyKeys
 //     says otherwise) is 429 rate_limited, with Retry-After the time until
 //     its oldest key expires.
 //

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -360,7 +361,8 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 // path of POST /v1/accounts/me/agents, CreateAgent and seeds. Its checks,
 // in order: the owner is no agent (403), its KYC is complete (403), the
 // name is valid (400), then policyErr (pr's parse error, if any), then the
-// name is free (409).
+// name is free (409), then the owner has fewer agents than the bound
+// (409 agent_limit_reached).
 func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*account, *apiError) {
 	if owner.isAgent() {
 		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
@@ -377,6 +379,10 @@ func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy
 	handle := owner.handle + "/" + name
 	if _, taken := s.byHandle[strings.ToLower(handle)]; taken {
 		return nil, newError(http.StatusConflict, confpay.CodeAgentNameTaken, "the account already has an agent of that name").withParam("name")
+	}
+	if len(owner.agents) >= s.maxAgents {
+		return nil, newError(http.StatusConflict, confpay.CodeAgentLimitReached,
+			"the account has the most agents it may ("+strconv.Itoa(s.maxAgents)+")")
 	}
 	now := s.clock.Now()
 	a := &account{

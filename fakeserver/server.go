@@ -75,8 +75,9 @@ type Server struct {
 	accountSeq  uint64 // numbers accounts in creation order
 	keySeq      uint64 // numbers API keys in issue order
 
-	maxHeld int   // payments waiting for a decision per agent and network
-	seed    *Seed // the last seed Load loaded (seed.go); kept by Reset
+	maxHeld   int   // payments waiting for a decision per agent and network
+	maxAgents int   // agents per owner
+	seed      *Seed // the last seed Load loaded (seed.go); kept by Reset
 
 	assets     *assetBook   // assets.go; kept by Reset
 	hooks      *hooks.Hooks // webhooks, both networks (delivery.go)
@@ -124,8 +125,12 @@ type options struct {
 	adminTokenHash *[32]byte
 	// lookup, set only by internal tests (withLookup), replaces name
 	// resolution for the self-SSRF checks and the delivery dialer.
-	lookup  func(ctx context.Context, host string) ([]netip.Addr, error)
-	maxHeld int
+	lookup    func(ctx context.Context, host string) ([]netip.Addr, error)
+	maxHeld   int
+	maxAgents int
+	// hookBounds are the webhook machinery's bounds per subscription and
+	// account (0: hooks' defaults).
+	hookBounds hookBounds
 	// maxIdempotencyKeys bounds the Idempotency-Keys kept per account and
 	// network.
 	maxIdempotencyKeys int
@@ -166,7 +171,56 @@ const (
 	// DefaultMaxIdempotencyKeys is how many Idempotency-Keys the server
 	// keeps per account and network (WithMaxIdempotencyKeys).
 	DefaultMaxIdempotencyKeys = idempotency.DefaultMaxPerOwner
+	// DefaultMaxAgentsPerOwner is how many agents one owner may have
+	// (WithMaxAgentsPerOwner).
+	DefaultMaxAgentsPerOwner = 1000
+	// DefaultMaxPendingDeliveries is how many webhook deliveries may be
+	// pending per subscription, and per account and network over its
+	// subscriptions (WithMaxPendingDeliveries).
+	DefaultMaxPendingDeliveries = hooks.DefaultMaxPending
+	// DefaultMaxEvents is how many events the server keeps per account
+	// and network (WithMaxEvents).
+	DefaultMaxEvents = hooks.DefaultMaxEvents
+	// DefaultMaxDeliveryRecords is how many finished webhook delivery
+	// records the server keeps per account and network
+	// (WithMaxDeliveryRecords).
+	DefaultMaxDeliveryRecords = hooks.DefaultMaxRecords
 )
+
+// hookBounds are the bounds of the webhook machinery an Option changes.
+type hookBounds struct{ pending, pendingPerAccount, events, records int }
+
+// WithMaxAgentsPerOwner sets how many agents one owner may have (default
+// DefaultMaxAgentsPerOwner, 1,000); one more answers 409
+// agent_limit_reached (agents are never deleted, so no Retry-After).
+func WithMaxAgentsPerOwner(n int) Option { return func(o *options) { o.maxAgents = n } }
+
+// WithMaxPendingDeliveries bounds the webhook deliveries pending (in
+// flight, due, or waiting for a retry) per subscription and per account
+// and network over its subscriptions (defaults
+// DefaultMaxPendingDeliveries, 100,000 each). A delivery that would pass
+// either is recorded failed at once, with no attempt (replay the event
+// later); a replay that would is refused 429 rate_limited. No bound is
+// shared between accounts, so one account whose receivers fall behind
+// never delays or fails another's deliveries.
+func WithMaxPendingDeliveries(perSubscription, perAccount int) Option {
+	return func(o *options) {
+		o.hookBounds.pending, o.hookBounds.pendingPerAccount = perSubscription, perAccount
+	}
+}
+
+// WithMaxEvents bounds the events kept per account and network (default
+// DefaultMaxEvents, 100,000; they are kept 30 days at most too). Past
+// it the account's oldest event is forgotten: it can no longer be
+// replayed.
+func WithMaxEvents(n int) Option { return func(o *options) { o.hookBounds.events = n } }
+
+// WithMaxDeliveryRecords bounds the finished webhook delivery records
+// (succeeded or failed) kept per account and network over its
+// subscriptions (default DefaultMaxDeliveryRecords, 100,000; they are
+// kept 30 days at most too). Past it by a quarter, the account's oldest
+// finished records are dropped down to n.
+func WithMaxDeliveryRecords(n int) Option { return func(o *options) { o.hookBounds.records = n } }
 
 // WithDeliveryTimeout sets how long a webhook receiver has to answer
 // (default DefaultDeliveryTimeout, 10 s of real time).
@@ -216,7 +270,7 @@ func WithAdminToken(token string) Option {
 func WithMaxHeldPerAgent(n int) Option { return func(o *options) { o.maxHeld = n } }
 
 // WithMaxIdempotencyKeys bounds how many Idempotency-Keys the server keeps
-// per account and network (default DefaultMaxIdempotencyKeys, 10,000): a request with one more new
+// per account and network (default DefaultMaxIdempotencyKeys, 100,000): a request with one more new
 // key, while all are younger than 24 hours, answers 429 rate_limited with
 // Retry-After until the oldest expires. It keeps a long-running server's
 // memory bounded whatever its callers send.
@@ -240,12 +294,13 @@ func NewUnstartedServer(opts ...Option) *Server {
 		deliveryTimeout:    DefaultDeliveryTimeout,
 		ethRate:            confpay.MustParseLimit("3000"),
 		maxHeld:            DefaultMaxHeldPerAgent,
+		maxAgents:          DefaultMaxAgentsPerOwner,
 		maxIdempotencyKeys: DefaultMaxIdempotencyKeys,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
+	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), maxAgents: max(o.maxAgents, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
 		idempotent: idempotency.New(o.maxIdempotencyKeys)}
 	if o.realClock {
 		s.clock = clock.NewReal()

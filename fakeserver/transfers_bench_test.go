@@ -70,7 +70,7 @@ func BenchmarkTransferCreateLoopback(b *testing.B) {
 // can pay @bob a million times.
 func benchTransferServer(b *testing.B, opts ...fakeserver.Option) (*fakeserver.Server, string) {
 	// Every request has a new Idempotency-Key: lift the per-account bound
-	// (10,000), which a one-second run passes.
+	// (100,000), which a long run passes.
 	srv := fakeserver.New(b, append([]fakeserver.Option{fakeserver.WithMaxIdempotencyKeys(1 << 30)}, opts...)...)
 	alice, err := srv.CreateAccount(fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
 	if err != nil {

@@ -393,7 +393,7 @@ func TestBoundFlags(t *testing.T) {
 		"agents":[{"owner":"@alice","name":"buyer","balances":{"test":{"USDG":"100"}},
 		"spend_policy":{"daily_limit_usdg":100,"per_transaction_limit_usdg":50,"hitl_threshold_usdg":1}}]}`)
 	r := launch(t, "-addr", "127.0.0.1:0", "-seed", seed, "-log-level", "off",
-		"-max-idempotency-keys", "2", "-max-held-per-agent", "1")
+		"-max-idempotency-keys", "2", "-max-held-per-agent", "1", "-max-agents-per-owner", "1")
 	var start struct {
 		Accounts []struct {
 			TestKey string `json:"test_key"`
@@ -425,5 +425,17 @@ func TestBoundFlags(t *testing.T) {
 	}
 	if got := []int{post(start.Agents[0].TestKey, ""), post(start.Agents[0].TestKey, "")}; got[0] != 202 || got[1] != 429 {
 		t.Errorf("two held payments with -max-held-per-agent 1: %v, want 202 429", got)
+	}
+	req, _ := http.NewRequest("POST", r.url+"/v1/accounts/me/agents", strings.NewReader(`{"name":"second","spend_policy":{"daily_limit_usdg":5,"per_transaction_limit_usdg":1}}`))
+	req.Header.Set("Authorization", "Bearer "+start.Accounts[0].TestKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 409 || !strings.Contains(string(body), `"agent_limit_reached"`) {
+		t.Errorf("a second agent with -max-agents-per-owner 1: %d %s, want 409 agent_limit_reached", resp.StatusCode, body)
 	}
 }

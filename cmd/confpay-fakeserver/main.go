@@ -99,6 +99,9 @@ type config struct {
 type bounds struct {
 	deliveryTimeout  time.Duration
 	maxHeld, maxKeys int
+	maxAgents        int
+	// webhook history and pending deliveries, per account and network
+	maxPending, maxPendingPerAccount, maxEvents, maxRecords int
 }
 
 // check refuses a bound that would remove the limit: each must be above 0.
@@ -109,7 +112,9 @@ func (b bounds) check() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}} {
+	}{{"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}, {"-max-agents-per-owner", b.maxAgents},
+		{"-max-pending-deliveries", b.maxPending}, {"-max-pending-deliveries-per-account", b.maxPendingPerAccount},
+		{"-max-events", b.maxEvents}, {"-max-delivery-records", b.maxRecords}} {
 		if n.v <= 0 {
 			return fmt.Errorf("%s must be above 0", n.name)
 		}
@@ -120,7 +125,9 @@ func (b bounds) check() error {
 // options are the fakeserver options that set the bounds.
 func (b bounds) options() []fakeserver.Option {
 	return []fakeserver.Option{fakeserver.WithDeliveryTimeout(b.deliveryTimeout),
-		fakeserver.WithMaxHeldPerAgent(b.maxHeld), fakeserver.WithMaxIdempotencyKeys(b.maxKeys)}
+		fakeserver.WithMaxHeldPerAgent(b.maxHeld), fakeserver.WithMaxIdempotencyKeys(b.maxKeys),
+		fakeserver.WithMaxAgentsPerOwner(b.maxAgents), fakeserver.WithMaxPendingDeliveries(b.maxPending, b.maxPendingPerAccount),
+		fakeserver.WithMaxEvents(b.maxEvents), fakeserver.WithMaxDeliveryRecords(b.maxRecords)}
 }
 
 // defineFlags defines every flag on fs (the manual, in manual.go, says
@@ -144,6 +151,11 @@ func defineFlags(fs *flag.FlagSet) *config {
 	fs.DurationVar(&c.bounds.deliveryTimeout, "delivery-timeout", fakeserver.DefaultDeliveryTimeout, "how long a webhook receiver has to answer")
 	fs.IntVar(&c.bounds.maxHeld, "max-held-per-agent", fakeserver.DefaultMaxHeldPerAgent, "payments waiting for a decision per agent and network")
 	fs.IntVar(&c.bounds.maxKeys, "max-idempotency-keys", fakeserver.DefaultMaxIdempotencyKeys, "Idempotency-Keys kept per account and network")
+	fs.IntVar(&c.bounds.maxAgents, "max-agents-per-owner", fakeserver.DefaultMaxAgentsPerOwner, "agents one owner may have")
+	fs.IntVar(&c.bounds.maxPending, "max-pending-deliveries", fakeserver.DefaultMaxPendingDeliveries, "webhook deliveries pending per subscription")
+	fs.IntVar(&c.bounds.maxPendingPerAccount, "max-pending-deliveries-per-account", fakeserver.DefaultMaxPendingDeliveries, "webhook deliveries pending per account and network")
+	fs.IntVar(&c.bounds.maxEvents, "max-events", fakeserver.DefaultMaxEvents, "events kept per account and network")
+	fs.IntVar(&c.bounds.maxRecords, "max-delivery-records", fakeserver.DefaultMaxDeliveryRecords, "finished webhook delivery records kept per account and network")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	return c
 }

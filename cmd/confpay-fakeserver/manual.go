@@ -26,7 +26,10 @@ SYNOPSIS
                        [-write-timeout d] [-idle-timeout d]
                        [-max-header-bytes n] [-shutdown-timeout d]
                        [-delivery-timeout d] [-max-held-per-agent n]
-                       [-max-idempotency-keys n]
+                       [-max-idempotency-keys n] [-max-agents-per-owner n]
+                       [-max-pending-deliveries n]
+                       [-max-pending-deliveries-per-account n]
+                       [-max-events n] [-max-delivery-records n]
     confpay-fakeserver -version
     confpay-fakeserver -help
 
@@ -101,8 +104,26 @@ OPTIONS
         network (default 1000); one more answers 429 rate_limited.
     -max-idempotency-keys n
         Idempotency-Keys kept per account and network for 24 hours
-        (default 10000); a request with one more new key answers 429
+        (default 100000); a request with one more new key answers 429
         rate_limited until the oldest expires.
+    -max-agents-per-owner n
+        Agents one owner may have (default 1000); one more answers 409
+        agent_limit_reached.
+    -max-pending-deliveries n
+        Webhook deliveries that may be pending (in flight, due, or waiting
+        for a retry) per subscription (default 100000).
+    -max-pending-deliveries-per-account n
+        The same over all the subscriptions of one account on one network
+        (default 100000). A new delivery past either bound is recorded
+        failed with no attempt (replay it later); a replay answers 429.
+        No bound is shared: other accounts' deliveries go on as before.
+    -max-events n
+        Events kept per account and network (default 100000; 30 days at
+        most); past it the account's oldest event is forgotten.
+    -max-delivery-records n
+        Finished webhook delivery records kept per account and network
+        (default 100000; 30 days at most); past it the account's oldest
+        go.
     -version
         Print the module version and exit.
     -help

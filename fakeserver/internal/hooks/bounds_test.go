@@ -54,56 +54,182 @@ func TestDeletedSubscriptionsAreForgottenAfterTheWindow(t *testing.T) {
 	}
 }
 
-// TestWaitingAttemptsAreBoundedOverall (issue 16 item 3): besides the
-// bound per subscription, at most MaxWaitingTotal attempts wait over all
-// subscriptions; one more fails its delivery at once. An attempt that need
-// not wait is never refused.
-func TestWaitingAttemptsAreBoundedOverall(t *testing.T) {
-	tr := hang{arrived: make(chan struct{}, 16)}
+// TestPendingDeliveriesAreBoundedPerAccount (issue 22 item 4): pending
+// deliveries are bounded per subscription and per account, and by nothing
+// shared: however far behind one account's receivers are, another
+// account's deliveries are all attempted. At an account's bound its own
+// new deliveries fail at once and a replay is refused.
+func TestPendingDeliveriesAreBoundedPerAccount(t *testing.T) {
+	tr := hang{arrived: make(chan struct{}, 64)}
 	c := clock.NewVirtual(boundsStart)
-	h := New(Config{Clock: c, Timeout: time.Hour, Transport: tr, MaxWaiting: 3, MaxWaitingTotal: 4})
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: tr, MaxPending: 3, MaxPendingPerAccount: 5})
 	defer h.Close()
-	accts := []string{"acct_a", "acct_b", "acct_c"}
-	for _, a := range accts[:2] {
+	subscribe := func(acct, url string) {
+		t.Helper()
+		if _, err := h.Subscribe(confpay.NetworkTest, acct, url, []string{"transfer.initiated"}, "whsec_x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The flooder's two receivers hang; 10 events each would be 20
+	// pending deliveries.
+	subscribe("acct_flood", "https://hooks.example/f1")
+	subscribe("acct_flood", "https://hooks.example/f2")
+	for i := range 10 {
+		emitTo(h, c, "evt_f"+strconv.Itoa(i), "acct_flood")
+	}
+	// Many victims, each with as many deliveries as the flooder's
+	// account bound: every one is pending, none refused.
+	const victims = 8
+	for v := range victims {
+		acct := "acct_v" + strconv.Itoa(v)
+		subscribe(acct, "https://hooks.example/"+acct)
+		for i := range 3 {
+			emitTo(h, c, "evt_"+acct+"_"+strconv.Itoa(i), acct)
+		}
+	}
+	count := func(acct string) (pending, refused int) {
+		for _, d := range h.DeliveryRecords(confpay.NetworkTest, acct) {
+			switch {
+			case d.Status == confpay.DeliveryPending:
+				pending++
+			case d.Status == confpay.DeliveryFailed && d.Attempts == 0:
+				refused++
+			}
+		}
+		return pending, refused
+	}
+	if p, r := count("acct_flood"); p != 5 || r != 15 {
+		t.Errorf("flooder: %d pending, %d refused; want its account bound 5 and 15", p, r)
+	}
+	for v := range victims {
+		acct := "acct_v" + strconv.Itoa(v)
+		if p, r := count(acct); p != 3 || r != 0 {
+			t.Errorf("%s: %d pending, %d refused; want 3 and 0", acct, p, r)
+		}
+	}
+	// One attempt in flight per subscription: the flooder's two and
+	// every victim's.
+	for range 2 + victims {
+		<-tr.arrived
+	}
+	ws := h.Subscriptions(confpay.NetworkTest, "acct_flood")
+	if _, err := h.Replay(confpay.NetworkTest, "acct_flood", ws[0].WebhookID, "evt_f0"); !errors.Is(err, ErrBusy) {
+		t.Errorf("replay at the account bound: %v, want ErrBusy", err)
+	}
+}
+
+// TestEventsAreBoundedPerAccount (issue 22 item 4): past MaxEvents, an
+// account's oldest events are forgotten (no longer listed or replayable),
+// and another account's stay whole, even an event both share.
+func TestEventsAreBoundedPerAccount(t *testing.T) {
+	c := clock.NewVirtual(boundsStart)
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, 1)}, MaxEvents: 3})
+	defer h.Close()
+	h.Stop() // records only
+	// An agent's event reaches it and its owner.
+	h.Emit(confpay.NetworkTest, Event{ID: "evt_shared", Kind: "transfer.initiated", At: c.Now(), Audience: [2]string{"acct_agent", "acct_owner"}, Payload: payload{}})
+	emitTo(h, c, "evt_victim", "acct_victim")
+	for i := range 100 {
+		emitTo(h, c, "evt_"+strconv.Itoa(i), "acct_agent")
+	}
+	ids := func(acct string) []string {
+		var out []string
+		for _, e := range h.Events(confpay.NetworkTest, acct) {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	if got, want := ids("acct_agent"), []string{"evt_97", "evt_98", "evt_99"}; !slices.Equal(got, want) {
+		t.Errorf("flooder's events: %v, want %v", got, want)
+	}
+	if got, want := ids("acct_owner"), []string{"evt_shared"}; !slices.Equal(got, want) {
+		t.Errorf("owner's events: %v, want %v", got, want)
+	}
+	if got, want := ids("acct_victim"), []string{"evt_victim"}; !slices.Equal(got, want) {
+		t.Errorf("victim's events: %v, want %v", got, want)
+	}
+	if n := h.EventCount(confpay.NetworkTest); n != 5 {
+		t.Errorf("the log holds %d events, want 5", n)
+	}
+	h.mu.Lock()
+	order := len(h.books[confpay.NetworkTest].order)
+	h.mu.Unlock()
+	if order > 2*5+2 {
+		t.Errorf("the log's order holds %d entries for 5 events", order)
+	}
+}
+
+// TestDeliveryRecordsAreBoundedPerAccount (issue 22 item 4): past
+// MaxRecords (by a quarter), an account's oldest finished delivery
+// records go, over all its subscriptions; pending ones and other
+// accounts' records stay.
+func TestDeliveryRecordsAreBoundedPerAccount(t *testing.T) {
+	c := clock.NewVirtual(boundsStart)
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, 1)}, MaxRecords: 8, MaxPending: 1})
+	defer h.Close()
+	h.Stop() // records only: the first delivery stays pending, the rest are refused (finished)
+	for _, a := range []string{"acct_a", "acct_a", "acct_b"} {
 		if _, err := h.Subscribe(confpay.NetworkTest, a, "https://hooks.example/"+a, []string{"transfer.initiated"}, "whsec_x"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := range 4 {
-		for _, a := range accts[:2] {
-			emitTo(h, c, "evt_"+a+strconv.Itoa(i), a)
-		}
+	emitTo(h, c, "evt_b", "acct_b")
+	for i := range 50 {
+		c.Skip(boundsStart.Add(time.Duration(i) * time.Second))
+		emitTo(h, c, "evt_"+strconv.Itoa(i), "acct_a")
 	}
-	// acct_c's first delivery goes although the bound is reached.
-	if _, err := h.Subscribe(confpay.NetworkTest, "acct_c", "https://hooks.example/c", []string{"transfer.initiated"}, "whsec_x"); err != nil {
-		t.Fatal(err)
+	recs := h.DeliveryRecords(confpay.NetworkTest, "acct_a")
+	if len(recs) > 2+8+8/4 {
+		t.Fatalf("acct_a keeps %d records, want at most its 2 pending and 10 finished", len(recs))
 	}
-	emitTo(h, c, "evt_c", "acct_c")
-	for range 3 {
-		<-tr.arrived // one attempt in flight per subscription
-	}
-	var pending, failed int
-	for _, d := range h.DeliveryRecords(confpay.NetworkTest, "") {
-		switch d.Status {
-		case confpay.DeliveryPending:
+	var pending int
+	for _, d := range recs {
+		if d.Status == confpay.DeliveryPending {
 			pending++
-		case confpay.DeliveryFailed:
-			failed++
-			if d.Attempts != 0 || d.NextAttemptAt != nil {
-				t.Errorf("a delivery refused by the full queue: %+v", d.Delivery)
+			if d.EventID != "evt_0" {
+				t.Errorf("pending record of %s kept, want evt_0's", d.EventID)
 			}
 		}
 	}
-	// 3 in flight, 4 waiting (3 of acct_a's, 1 of acct_b's), acct_b's
-	// other 2 refused.
-	if pending != 7 || failed != 2 {
-		t.Fatalf("%d pending, %d failed; want 7 (3 in flight, 4 waiting) and 2", pending, failed)
+	if pending != 2 {
+		t.Errorf("%d pending records kept, want 2", pending)
+	}
+	if last := recs[len(recs)-1]; last.EventID != "evt_49" {
+		t.Errorf("newest record of the last subscription is %s, want evt_49", last.EventID)
+	}
+	if n := len(h.DeliveryRecords(confpay.NetworkTest, "acct_b")); n != 1 {
+		t.Errorf("acct_b keeps %d records, want 1", n)
+	}
+}
+
+// TestDeletedIdsAreBoundedPerAccount (issue 22 item 4): an account that
+// creates and deletes subscriptions without end is remembered for its
+// last MaxDeletedPerAccount deletions only.
+func TestDeletedIdsAreBoundedPerAccount(t *testing.T) {
+	c := clock.NewVirtual(boundsStart)
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, 1)}})
+	defer h.Close()
+	var first string
+	for i := range MaxDeletedPerAccount + 10 {
+		w, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.initiated"}, "whsec_x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = w.WebhookID
+		}
+		if err := h.Unsubscribe(confpay.NetworkTest, "acct_a", w.WebhookID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h.mu.Lock()
-	n := h.waiting
+	n := len(h.books[confpay.NetworkTest].deleted)
 	h.mu.Unlock()
-	if n != 4 {
-		t.Fatalf("%d attempts counted waiting, want 4", n)
+	if n != MaxDeletedPerAccount {
+		t.Errorf("%d deleted ids kept, want %d", n, MaxDeletedPerAccount)
+	}
+	if err := h.Unsubscribe(confpay.NetworkTest, "acct_a", first); !errors.Is(err, ErrNoWebhook) {
+		t.Errorf("deleting the oldest again: %v, want ErrNoWebhook", err)
 	}
 }
 
@@ -114,7 +240,7 @@ func TestWaitingAttemptsAreBoundedOverall(t *testing.T) {
 func TestAPendingDeliveryKeepsOnlyItself(t *testing.T) {
 	tr := hang{arrived: make(chan struct{}, 1)}
 	c := clock.NewVirtual(boundsStart)
-	h := New(Config{Clock: c, Timeout: time.Hour, Transport: tr, MaxWaiting: 1})
+	h := New(Config{Clock: c, Timeout: time.Hour, Transport: tr, MaxPending: 2})
 	defer h.Close()
 	if _, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.initiated"}, "whsec_x"); err != nil {
 		t.Fatal(err)
@@ -185,9 +311,9 @@ func TestDeliveriesPages(t *testing.T) {
 
 // BenchmarkWaitingGrowth (issue 16 item 3): four accounts' receivers never
 // answer (their first attempts hang for the whole run), and events for
-// them keep coming, 500 a virtual day in turn, so attempts wait until the
-// overall bound (here MaxWaitingTotal = 5,000, reached on day 10) refuses
-// more. The heap is measured after L = 60 virtual days (the history
+// them keep coming, 500 a virtual day in turn, so attempts wait until
+// each account's bound (here MaxPendingPerAccount = 1,250, so 5,000 in
+// all, reached on day 10) refuses more. The heap is measured after L = 60 virtual days (the history
 // window full of refused deliveries, the waiting ones older) and after 2L:
 // bounded waiting and pruned records keep it flat. B/waiting is what a
 // waiting attempt costs beside its delivery record (the heap that Stop
@@ -201,7 +327,7 @@ func BenchmarkWaitingGrowth(b *testing.B) {
 	accts := []string{"acct_a", "acct_b", "acct_c", "acct_d"}
 	for b.Loop() {
 		c := clock.NewVirtual(boundsStart)
-		h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, len(accts))}, MaxWaitingTotal: bound})
+		h := New(Config{Clock: c, Timeout: time.Hour, Transport: hang{arrived: make(chan struct{}, len(accts))}, MaxPendingPerAccount: bound / len(accts)})
 		for _, a := range accts {
 			if _, err := h.Subscribe(confpay.NetworkTest, a, "https://hooks.example/"+a, []string{"transfer.initiated"}, "whsec_x"); err != nil {
 				b.Fatal(err)
@@ -221,7 +347,10 @@ func BenchmarkWaitingGrowth(b *testing.B) {
 		run()
 		second := liveHeap()
 		h.mu.Lock()
-		waiting := h.waiting
+		waiting := 0
+		for _, sub := range h.books[confpay.NetworkTest].subs {
+			waiting += len(sub.waiting) + 1 // and the one in flight
+		}
 		h.mu.Unlock()
 		if waiting != bound {
 			b.Fatalf("%d attempts waiting, want the bound %d", waiting, bound)

@@ -55,19 +55,32 @@ const (
 	// the history window: often enough that memory stays flat, rarely
 	// enough that a pass is spread over many events.
 	pruneInterval = time.Hour
-	// DefaultMaxWaiting is how many attempts may wait behind the one in
-	// flight to a subscription (Config.MaxWaiting): enough for any burst a
-	// test makes (a settlement of 100,000 transfers at once) to wait its
-	// turn, while a receiver that falls behind an endless stream costs a
-	// few MB of waiting attempts at most, beside the delivery records
-	// themselves.
-	DefaultMaxWaiting = 100_000
-	// DefaultMaxWaitingTotal is how many attempts may wait in all, over
-	// every subscription of both networks (Config.MaxWaitingTotal): ten
-	// subscriptions' full queues. A waiting attempt costs about 200 B
-	// beside its delivery record (BenchmarkWaitingGrowth), so the bound
-	// is about 200 MB however many accounts fall behind.
-	DefaultMaxWaitingTotal = 1_000_000
+	// DefaultMaxPending is how many deliveries of one subscription may
+	// be pending at once (Config.MaxPending): in flight, due behind the
+	// one in flight, or scheduled for a retry. Enough for any burst a test
+	// makes (a settlement of 100,000 transfers at once) to be delivered
+	// whole, while a receiver that falls behind an endless stream costs
+	// bounded memory.
+	DefaultMaxPending = 100_000
+	// DefaultMaxPendingPerAccount is how many deliveries may be pending
+	// over all the subscriptions of one account on one network
+	// (Config.MaxPendingPerAccount). There is no bound over all accounts:
+	// one account's deliveries never take another's room.
+	DefaultMaxPendingPerAccount = 100_000
+	// DefaultMaxEvents is how many events of one account on one network
+	// the log keeps (Config.MaxEvents); past it the account's oldest
+	// event is forgotten (it can no longer be replayed).
+	DefaultMaxEvents = 100_000
+	// DefaultMaxRecords is how many finished delivery records (succeeded
+	// or failed) one account keeps on one network, over its
+	// subscriptions (Config.MaxRecords); past it the account's oldest
+	// finished records are dropped. Pending ones are bounded by
+	// MaxPendingPerAccount.
+	DefaultMaxRecords = 100_000
+	// MaxDeletedPerAccount is how many deleted subscription ids one
+	// account's book remembers on one network (for an idempotent
+	// DELETE); past it the oldest is forgotten.
+	MaxDeletedPerAccount = 1_000
 	// trackSlack is how much longer than the delivery timeout a clock
 	// call waits for an attempt: its answer is recorded just after.
 	trackSlack = time.Second
@@ -93,6 +106,9 @@ var (
 	ErrTooMany   = errors.New("hooks: the account holds the most subscriptions it may")
 	ErrNoWebhook = errors.New("hooks: no such subscription for this account")
 	ErrNoEvent   = errors.New("hooks: no such event for this subscription's account")
+	// ErrBusy: a replay would pass the bound of pending deliveries of its
+	// subscription or account (Config.MaxPending).
+	ErrBusy = errors.New("hooks: the subscription or account has the most pending deliveries it may")
 )
 
 // Payload builds an event's JSON payload. It is called at most once per
@@ -122,28 +138,28 @@ type Config struct {
 	// Transport makes the POSTs (it dials, guards and holds TLS config).
 	Transport http.RoundTripper
 	Log       *slog.Logger
-	// MaxWaiting bounds the attempts waiting behind the one in flight to
-	// a subscription (0: DefaultMaxWaiting). An attempt due when the
-	// queue is full fails its delivery at once, so a receiver that falls
-	// behind an endless stream of events costs bounded memory; the event
-	// can be replayed.
-	MaxWaiting int
-	// MaxWaitingTotal bounds the attempts waiting over all subscriptions
-	// (0: DefaultMaxWaitingTotal); one more fails its delivery at once,
-	// as for MaxWaiting. An attempt that need not wait (nothing in
-	// flight to its subscription) is never refused.
-	MaxWaitingTotal int
+	// MaxPending bounds the pending deliveries of a subscription (0:
+	// DefaultMaxPending), MaxPendingPerAccount those of an account on a
+	// network over its subscriptions (0: DefaultMaxPendingPerAccount). A
+	// delivery that would pass either is recorded failed at once, with no
+	// attempt (the event can be replayed later); a replay is refused
+	// (ErrBusy). A delivery once pending is attempted and retried on its
+	// schedule: nothing any account does later refuses it.
+	MaxPending, MaxPendingPerAccount int
+	// MaxEvents bounds the events kept per account and network (0:
+	// DefaultMaxEvents); MaxRecords the finished delivery records (0:
+	// DefaultMaxRecords). Past either, that account's oldest go.
+	MaxEvents, MaxRecords int
 }
 
 // Hooks holds both networks' subscriptions, events and deliveries.
 type Hooks struct {
 	cfg Config
 
-	mu      sync.Mutex
-	books   map[confpay.Network]*book
-	pool    *pool // nil while stopped
-	closed  bool  // Close was called: no pool starts again
-	waiting int   // attempts waiting, over all subscriptions
+	mu     sync.Mutex
+	books  map[confpay.Network]*book
+	pool   *pool // nil while stopped
+	closed bool  // Close was called: no pool starts again
 }
 
 // book is one network's share.
@@ -151,22 +167,32 @@ type book struct {
 	subs   map[string]*subscription   // live subscriptions by id
 	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
 	events map[string]*event          // by id
-	// order is the events in the order they were recorded, for pruning;
-	// lastPrune is when the book was last pruned (server time).
+	// order is the events in the order they were recorded, for pruning
+	// (it may hold events already forgotten: gone counts them until the
+	// next compaction); lastPrune is when the book was last pruned
+	// (server time).
 	order     []*event
+	gone      int
 	lastPrune time.Time
+	// history is each account's events in the order they were recorded,
+	// for the bound per account (Config.MaxEvents).
+	history map[string][]*event
 	// deleted maps the id of a deleted subscription to its account and
 	// when it was deleted, so that the same account deleting it again
-	// succeeds; it is forgotten after HistoryWindow (pruneLocked).
-	deleted map[string]deletion
+	// succeeds; it is forgotten after HistoryWindow (pruneLocked) or
+	// when the account deletes MaxDeletedPerAccount more (deletedBy).
+	deleted   map[string]deletion
+	deletedBy map[string][]string
 }
 
 func newBook() *book {
 	return &book{
-		subs:    map[string]*subscription{},
-		byAcct:  map[string][]*subscription{},
-		events:  map[string]*event{},
-		deleted: map[string]deletion{},
+		subs:      map[string]*subscription{},
+		byAcct:    map[string][]*subscription{},
+		events:    map[string]*event{},
+		history:   map[string][]*event{},
+		deleted:   map[string]deletion{},
+		deletedBy: map[string][]string{},
 	}
 }
 
@@ -180,10 +206,23 @@ type deletion struct {
 type event struct {
 	Event
 	body []byte // the payload, built on first delivery
+	// forgotten[i] is set when Audience[i]'s history dropped the event
+	// (Config.MaxEvents); gone when the log no longer holds it.
+	forgotten [2]bool
+	gone      bool
 }
 
 func (e *event) concerns(acct string) bool {
-	return acct != "" && (e.Audience[0] == acct || e.Audience[1] == acct)
+	return acct != "" && !e.gone && ((e.Audience[0] == acct && !e.forgotten[0]) || (e.Audience[1] == acct && !e.forgotten[1]))
+}
+
+// audience is e's distinct accounts ("" where none).
+func (e *event) audience() [2]string {
+	a := e.Audience
+	if a[1] == a[0] {
+		a[1] = ""
+	}
+	return a
 }
 
 // subscription is one account's endpoint on one network.
@@ -200,6 +239,8 @@ type subscription struct {
 	// under way; waiting holds the attempts due meanwhile, in order.
 	inFlight bool
 	waiting  []job
+	// pending counts its deliveries not yet finished (Config.MaxPending).
+	pending int
 }
 
 func (sub *subscription) wants(kind string) bool {
@@ -271,10 +312,18 @@ func (d *delivery) cancelLocked() {
 	if d.abort != nil {
 		d.abort()
 	}
-	if d.status == confpay.DeliveryPending {
-		d.status = confpay.DeliveryFailed
+	d.finishLocked(confpay.DeliveryFailed)
+}
+
+// finishLocked ends d with status, if it is still pending: the one place
+// a delivery stops being pending.
+func (d *delivery) finishLocked(status confpay.DeliveryStatus) {
+	if d.status != confpay.DeliveryPending {
+		return
 	}
+	d.status = status
 	d.nextAttemptAt = nil
+	d.sub.pending--
 }
 
 // New returns hooks with empty books and a running pool.
@@ -285,11 +334,14 @@ func New(cfg Config) *Hooks {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxWaiting <= 0 {
-		cfg.MaxWaiting = DefaultMaxWaiting
-	}
-	if cfg.MaxWaitingTotal <= 0 {
-		cfg.MaxWaitingTotal = DefaultMaxWaitingTotal
+	for _, b := range []struct {
+		v   *int
+		def int
+	}{{&cfg.MaxPending, DefaultMaxPending}, {&cfg.MaxPendingPerAccount, DefaultMaxPendingPerAccount},
+		{&cfg.MaxEvents, DefaultMaxEvents}, {&cfg.MaxRecords, DefaultMaxRecords}} {
+		if *b.v <= 0 {
+			*b.v = b.def
+		}
 	}
 	h := &Hooks{cfg: cfg}
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
@@ -357,7 +409,7 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 		return ErrNoWebhook
 	}
 	delete(b.subs, id)
-	b.deleted[id] = deletion{acct: acct, at: h.cfg.Clock.Now()}
+	b.rememberDeletedLocked(acct, id, h.cfg.Clock.Now())
 	list := b.byAcct[acct]
 	for i, x := range list {
 		if x == sub {
@@ -419,7 +471,10 @@ func (h *Hooks) Replay(net confpay.Network, acct, id, eventID string) (*confpay.
 	if !ok || !e.concerns(acct) {
 		return nil, ErrNoEvent
 	}
-	d := h.startDeliveryLocked(sub, e, confpay.TriggerReplay)
+	if h.fullLocked(b, sub) {
+		return nil, ErrBusy
+	}
+	d := h.startDeliveryLocked(b, sub, e, confpay.TriggerReplay)
 	return &confpay.Replay{DeliveryID: d.id, EventID: e.ID, WebhookID: sub.id, Status: confpay.DeliveryPending}, nil
 }
 
@@ -433,16 +488,91 @@ func (h *Hooks) Emit(net confpay.Network, e Event) {
 	ev := &event{Event: e}
 	b.events[e.ID] = ev
 	b.order = append(b.order, ev)
-	for i, acct := range e.Audience {
-		if acct == "" || (i == 1 && acct == e.Audience[0]) {
+	for _, acct := range ev.audience() {
+		if acct == "" {
 			continue
 		}
+		b.historyLocked(acct, ev, h.cfg.MaxEvents)
 		for _, sub := range b.byAcct[acct] {
 			if sub.wants(e.Kind) {
-				h.startDeliveryLocked(sub, ev, confpay.TriggerEvent)
+				h.startDeliveryLocked(b, sub, ev, confpay.TriggerEvent)
 			}
 		}
 	}
+}
+
+// historyLocked adds ev to acct's history and, past max events, forgets
+// acct's oldest: it can no longer be replayed or read by acct, and the
+// log drops it once no account of its audience keeps it.
+func (b *book) historyLocked(acct string, ev *event, max int) {
+	hist := append(b.history[acct], ev)
+	for len(hist) > max {
+		old := hist[0]
+		hist[0] = nil
+		hist = hist[1:]
+		b.forgetLocked(old, acct)
+	}
+	b.history[acct] = hist
+}
+
+// forgetLocked drops e from acct's view, and from the log when no account
+// of its audience still sees it.
+func (b *book) forgetLocked(e *event, acct string) {
+	aud := e.audience()
+	kept := false
+	for i, a := range aud {
+		if a == acct {
+			e.forgotten[i] = true
+		}
+		kept = kept || (a != "" && !e.forgotten[i])
+	}
+	if kept || e.gone {
+		return
+	}
+	e.gone = true
+	delete(b.events, e.ID)
+	b.gone++
+	if b.gone > len(b.order)/2 {
+		b.compactLocked()
+	}
+}
+
+// compactLocked drops the forgotten events from the log's order.
+func (b *book) compactLocked() {
+	live := b.order[:0]
+	for _, e := range b.order {
+		if !e.gone {
+			live = append(live, e)
+		}
+	}
+	clear(b.order[len(live):])
+	b.order = append(b.order[:0:0], live...)
+	b.gone = 0
+}
+
+// rememberDeletedLocked notes that acct deleted subscription id at t,
+// forgetting acct's oldest such note past MaxDeletedPerAccount.
+func (b *book) rememberDeletedLocked(acct, id string, t time.Time) {
+	b.deleted[id] = deletion{acct: acct, at: t}
+	ids := append(b.deletedBy[acct], id)
+	for len(ids) > MaxDeletedPerAccount {
+		delete(b.deleted, ids[0])
+		ids = ids[1:]
+	}
+	b.deletedBy[acct] = ids
+}
+
+// fullLocked reports whether sub, or its account on b, has the most
+// pending deliveries it may.
+func (h *Hooks) fullLocked(b *book, sub *subscription) bool {
+	if sub.pending >= h.cfg.MaxPending {
+		return true
+	}
+	n := 0
+	for _, s := range b.byAcct[sub.acct] {
+		n += s.pending
+	}
+	return n >= h.cfg.MaxPendingPerAccount
 }
 
 // EventCount is how many events net's log holds.
@@ -494,15 +624,17 @@ func (h *Hooks) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
-	h.waiting = 0
 	if !h.closed {
 		h.pool = h.startPool()
 	}
 }
 
-// startDeliveryLocked records a new delivery of e to sub and makes its
-// first attempt due now.
-func (h *Hooks) startDeliveryLocked(sub *subscription, e *event, trigger confpay.DeliveryTrigger) *delivery {
+// startDeliveryLocked records a new delivery of e to sub (on book b) and
+// makes its first attempt due now; when sub or its account has the most
+// pending deliveries it may, the delivery is recorded failed at once,
+// with no attempt. Either way, past the bound of finished records the
+// account's oldest go.
+func (h *Hooks) startDeliveryLocked(b *book, sub *subscription, e *event, trigger confpay.DeliveryTrigger) *delivery {
 	now := h.cfg.Clock.Now()
 	created := now
 	if n := len(sub.deliveries); n > 0 && created.Before(sub.deliveries[n-1].createdAt) {
@@ -520,8 +652,59 @@ func (h *Hooks) startDeliveryLocked(sub *subscription, e *event, trigger confpay
 		nextAttemptAt: &now,
 	}
 	sub.deliveries = append(sub.deliveries, d)
-	h.dispatchLocked(d)
+	if h.fullLocked(b, sub) {
+		d.status = confpay.DeliveryFailed // this account's receivers are too far behind
+		d.nextAttemptAt = nil
+	} else {
+		sub.pending++
+		h.dispatchLocked(d)
+	}
+	b.trimRecordsLocked(sub.acct, h.cfg.MaxRecords)
 	return d
+}
+
+// trimRecordsLocked drops acct's oldest finished delivery records, over
+// its subscriptions, down to max once they pass max by a quarter (so
+// that the work is spread over many deliveries). Pending records stay:
+// they are bounded by Config.MaxPendingPerAccount.
+func (b *book) trimRecordsLocked(acct string, max int) {
+	subs := b.byAcct[acct]
+	finished := 0
+	for _, sub := range subs {
+		finished += len(sub.deliveries) - sub.pending
+	}
+	if finished <= max+max/4 {
+		return
+	}
+	// Merge the subscriptions' records (each in creation order),
+	// dropping the oldest finished ones first.
+	next := make([]int, len(subs))
+	drop := make([][]bool, len(subs))
+	for i, sub := range subs {
+		drop[i] = make([]bool, len(sub.deliveries))
+	}
+	for excess := finished - max; excess > 0; excess-- {
+		best := -1
+		for i, sub := range subs {
+			for next[i] < len(sub.deliveries) && sub.deliveries[next[i]].status == confpay.DeliveryPending {
+				next[i]++
+			}
+			if next[i] < len(sub.deliveries) && (best < 0 || sub.deliveries[next[i]].createdAt.Before(subs[best].deliveries[next[best]].createdAt)) {
+				best = i
+			}
+		}
+		drop[best][next[best]] = true
+		next[best]++
+	}
+	for i, sub := range subs {
+		kept := make([]*delivery, 0, len(sub.deliveries))
+		for j, d := range sub.deliveries {
+			if !drop[i][j] {
+				kept = append(kept, d)
+			}
+		}
+		sub.deliveries = kept
+	}
 }
 
 // dispatchLocked makes d's next attempt due now: it goes to the pool, or
@@ -531,17 +714,11 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 		return
 	}
 	sub := d.sub
-	if sub.inFlight && (len(sub.waiting) >= h.cfg.MaxWaiting || h.waiting >= h.cfg.MaxWaitingTotal) {
-		d.status = confpay.DeliveryFailed // the receiver is too far behind
-		d.nextAttemptAt = nil
-		return
-	}
 	// The key is the subscription: its attempts go one after another,
 	// so a receiver's clock call waits for none of them (clock.Work.Inside).
 	j := job{d: d, work: h.cfg.Clock.TrackWork(h.cfg.Timeout+trackSlack, sub)}
 	if sub.inFlight {
-		sub.waiting = append(sub.waiting, j)
-		h.waiting++
+		sub.waiting = append(sub.waiting, j) // at most sub.pending
 		return
 	}
 	sub.inFlight = true
@@ -561,7 +738,6 @@ func (h *Hooks) handOnLocked(sub *subscription) {
 	j := sub.waiting[0]
 	sub.waiting[0] = job{}
 	sub.waiting = sub.waiting[1:]
-	h.waiting--
 	j.at = h.cfg.Clock.Now()
 	h.pool.enqueue(h, j)
 }
@@ -571,7 +747,6 @@ func (h *Hooks) dropWaitingLocked(sub *subscription) {
 	for _, j := range sub.waiting {
 		j.work.Done()
 	}
-	h.waiting -= len(sub.waiting)
 	sub.waiting = nil
 }
 
@@ -631,12 +806,12 @@ func (h *Hooks) recordLocked(p *pool, d *delivery, start time.Time, code int) {
 		return
 	}
 	if code >= 200 && code < 300 {
-		d.status = confpay.DeliverySucceeded
+		d.finishLocked(confpay.DeliverySucceeded)
 		return
 	}
 	next, ok := retryAt(d.firstAttemptAt, start, d.attempts, h.cfg.Jitter)
 	if !ok {
-		d.status = confpay.DeliveryFailed
+		d.finishLocked(confpay.DeliveryFailed)
 		return
 	}
 	d.nextAttemptAt = &next
@@ -685,28 +860,48 @@ func (b *book) pruneLocked(now time.Time) {
 	}
 	// Events in the order they were recorded: the old ones (a prefix,
 	// ending at the first young one) go, but for those a pending
-	// delivery still needs.
-	old, kept := 0, 0
-	for ; old < len(b.order); old++ {
-		e := b.order[old]
+	// delivery still needs; then the order and each account's history
+	// lose every event gone (here or by the bound per account).
+	for _, e := range b.order {
 		if !e.At.Before(cutoff) {
 			break
 		}
-		if keep[e] {
-			b.order[kept] = e
-			kept++
-			continue
+		if !keep[e] && !e.gone {
+			e.gone = true
+			delete(b.events, e.ID)
 		}
-		delete(b.events, e.ID)
 	}
-	if kept < old {
-		n := copy(b.order[kept:], b.order[old:])
-		clear(b.order[kept+n:])
-		b.order = append(b.order[:0:0], b.order[:kept+n]...)
+	b.compactLocked()
+	for acct, hist := range b.history {
+		live := hist[:0]
+		for _, e := range hist {
+			if e.concerns(acct) {
+				live = append(live, e)
+			}
+		}
+		clear(hist[len(live):])
+		if len(live) == 0 {
+			delete(b.history, acct)
+		} else {
+			b.history[acct] = append(hist[:0:0], live...)
+		}
 	}
 	for id, del := range b.deleted {
 		if del.at.Before(cutoff) {
 			delete(b.deleted, id)
+		}
+	}
+	for acct, ids := range b.deletedBy {
+		live := ids[:0]
+		for _, id := range ids {
+			if del, ok := b.deleted[id]; ok && del.acct == acct {
+				live = append(live, id)
+			}
+		}
+		if len(live) == 0 {
+			delete(b.deletedBy, acct)
+		} else {
+			b.deletedBy[acct] = append(ids[:0:0], live...)
 		}
 	}
 }

@@ -27,11 +27,12 @@ type payload struct{}
 func (payload) Build(string, string, time.Time) []byte { return []byte(`{}`) }
 
 // TestWaitingAttemptsAreBounded (issue 16 item 3): behind a receiver that
-// never answers, at most MaxWaiting attempts wait; one more fails its
-// delivery at once instead of queueing without end.
+// never answers, at most MaxPending deliveries are pending (one in flight,
+// the others waiting); one more fails its delivery at once instead of
+// queueing without end.
 func TestWaitingAttemptsAreBounded(t *testing.T) {
 	tr := hang{arrived: make(chan struct{}, 16)}
-	h := New(Config{Clock: clock.NewVirtual(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)), Timeout: time.Hour, Transport: tr, MaxWaiting: 3})
+	h := New(Config{Clock: clock.NewVirtual(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)), Timeout: time.Hour, Transport: tr, MaxPending: 4})
 	defer h.Close()
 	if _, err := h.Subscribe(confpay.NetworkTest, "acct_a", "https://hooks.example/", []string{"transfer.initiated"}, "whsec_x"); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func (h *Hooks) Events(net confpay.Network, acct string) []EventRecord {
 	var evs []*event
 	var built []bool
 	for _, e := range h.books[net].order {
-		if acct == "" || e.concerns(acct) {
+		if (acct == "" && !e.gone) || e.concerns(acct) {
 			evs = append(evs, e)
 			built = append(built, e.body != nil)
 		}
