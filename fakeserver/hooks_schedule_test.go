@@ -157,7 +157,9 @@ func TestDeliveryRealJitterStaysInBand(t *testing.T) {
 }
 
 func TestDeliveryTimeoutIsAFailure(t *testing.T) {
-	s := New(t, WithDeliveryTimeout(50*time.Millisecond))
+	// Long enough that the answered second attempt never times out on a
+	// loaded machine under the race detector (50 ms did, once).
+	s := New(t, WithDeliveryTimeout(500*time.Millisecond))
 	setJitter(s, noJitter)
 	t0 := s.Now()
 	// The first request is never answered; the second is.
