@@ -11,7 +11,9 @@ import (
 // The admin interface: the dashboard's jobs (accounts, keys, funding,
 // domains) and the test controls (books, clock, settlement, faults, reset)
 // over HTTP under /_fake, for tests in any language and for curl against
-// the binary. It takes no bearer key: the binary listens on loopback.
+// the binary. It takes no bearer key unless WithAdminToken sets one (the
+// binary listens on loopback, and needs a token anywhere else). No
+// webhook delivery ever reaches a route (refuseDelivery, selfguard.go).
 // Every route is the HTTP face of a method of the direct state API.
 
 // adminRoutes is the /_fake admin interface (no bearer key).

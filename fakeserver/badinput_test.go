@@ -9,6 +9,8 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/webhookverify"
 )
 
 // TestBadInputChangesNothing sends malformed requests: each must get the
@@ -181,6 +183,39 @@ func TestBadInputChangesNothing(t *testing.T) {
 		tc{"query with a bad escape", "GET", "/v1/transfers?limit=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 		tc{"proof query with a bad escape", "GET", "/v1/accounts/me/balances?decryption_proof=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 		tc{"admin query with a semicolon", "GET", "/_fake/books/%40alice?network=test;x=1", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		// One query rule on every endpoint (checkQuery): unknown and
+		// repeated parameters are refused, on endpoints that take no
+		// query too, /v1 and /_fake alike.
+		tc{"limit on the pending list", "GET", "/v1/agents/transactions/pending?limit=10", "", nil, 400, confpay.CodeInvalidRequest, "limit"},
+		tc{"query on accounts/me", "GET", "/v1/accounts/me?expand=1", "", nil, 400, confpay.CodeInvalidRequest, "expand"},
+		tc{"query on the agents list", "GET", "/v1/accounts/me/agents?limit=5", "", nil, 400, confpay.CodeInvalidRequest, "limit"},
+		tc{"query on a transfer creation", "POST", "/v1/transfers?bogus=1", amt("1"), nil, 400, confpay.CodeInvalidRequest, "bogus"},
+		tc{"query on an agent creation", "POST", "/v1/accounts/me/agents?dry_run=1", `{"name":"bot9","spend_policy":{"daily_limit_usdg":10,"per_transaction_limit_usdg":5}}`, nil, 400, confpay.CodeInvalidRequest, "dry_run"},
+		tc{"query on a policy update", "PATCH", policyPath + "?force=1", `{"daily_limit_usdg":1000}`, nil, 400, confpay.CodeInvalidRequest, "force"},
+		tc{"query on a webhook creation", "POST", "/v1/webhooks?x=1", `{"url":"https://hooks.example.com/x","events":["transfer.confirmed"]}`, nil, 400, confpay.CodeInvalidRequest, "x"},
+		tc{"query on the webhooks list", "GET", "/v1/webhooks?limit=1", "", nil, 400, confpay.CodeInvalidRequest, "limit"},
+		tc{"unknown deliveries parameter", "GET", "/v1/webhooks/wh_x/deliveries?status=failed", "", nil, 400, confpay.CodeInvalidRequest, "status"},
+		tc{"repeated limit", "GET", "/v1/transfers?limit=1&limit=2", "", nil, 400, confpay.CodeInvalidRequest, "limit"},
+		tc{"repeated proof", "GET", "/v1/accounts/me/balances?decryption_proof=a&decryption_proof=b", "", nil, 400, confpay.CodeInvalidRequest, "decryption_proof"},
+		tc{"parameter without a name", "GET", "/v1/transfers?=1", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		tc{"two unknown parameters, the first by name", "GET", "/v1/transfers?zeta=1&alpha=1", "", nil, 400, confpay.CodeInvalidRequest, "alpha"},
+		admin("query on a reset", "POST", "/_fake/reset?bogus=1", ``, "bogus"),
+		admin("repeated reset target", "POST", "/_fake/reset?to=empty&to=empty", ``, "to"),
+		admin("query on a fund", "POST", "/_fake/fund?dry_run=1", `{"account":"@alice","amount":"1"}`, "dry_run"),
+		admin("query on the clock", "POST", "/_fake/clock?advance=1h", `{"advance":"1h"}`, "advance"),
+		admin("query on the accounts list", "GET", "/_fake/accounts?limit=1", ``, "limit"),
+		admin("repeated books network", "GET", "/_fake/books/%40alice?network=test&network=live", ``, "network"),
+		admin("unknown transfers listing parameter", "GET", "/_fake/transfers?account=%40alice&status=pending", ``, "status"),
+		// Unclean paths are refused, never redirected (checkPath).
+		admin("leading double slash", "POST", "//_fake/reset", ``, "path"),
+		admin("dot-dot out of /v1", "POST", "/v1/../_fake/reset", ``, "path"),
+		admin("dot segment", "POST", "/_fake/./reset", ``, "path"),
+		admin("encoded dot-dot", "POST", "/_fake/%2e%2e/_fake/reset", ``, "path"),
+		admin("encoded slash", "POST", "/_fake/%2Freset", ``, "path"),
+		tc{"unclean /v1 path", "POST", "/v1//transfers", amt("1"), nil, 400, confpay.CodeInvalidRequest, "path"},
+		// No webhook delivery acts on /_fake (refuseDelivery).
+		tc{"signed request to reset", "POST", "/_fake/reset", "", []string{webhookverify.SignatureHeader, "00"}, 403, "forbidden", ""},
+		tc{"delivery client to fund", "POST", "/_fake/fund", `{"account":"@alice","amount":"1"}`, []string{"User-Agent", hooks.UserAgent}, 403, "forbidden", ""},
 	)
 	// A memo that decoding would alter (encoding/json reads invalid UTF-8
 	// and escaped lone surrogates as U+FFFD) is refused on every path that

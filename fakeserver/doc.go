@@ -91,7 +91,8 @@
 //	DELETE /v1/webhooks/{webhook_id}                      api_webhooks.go
 //	POST   /v1/webhooks/{webhook_id}/replay/{event_id}    api_webhooks.go
 //	GET    /v1/webhooks/{webhook_id}/deliveries           api_webhooks.go
-//	       /_fake/...                                     the admin interface (admin.go, docs/fakeserver.md)
+//	       /_fake/...                                     the admin interface (admin.go, docs/fakeserver.md);
+//	                                                      403 forbidden to any webhook delivery (selfguard.go)
 //
 // Behaviour, all as docs/interface.md decides:
 //
@@ -99,8 +100,9 @@
 //     the flat body {code, message, request_id, param, rule, reason};
 //     malformed input is 400 invalid_request naming the field in param;
 //     bodies are strict JSON (no unknown, repeated or case-variant member),
-//     unknown query parameters and unparseable query strings are refused;
-//     bodies over 1 MiB are 413.
+//     unknown or repeated query parameters and unparseable query strings
+//     are refused on every route (checkQuery), and unclean paths (//, .,
+//     ..) too, never redirected (checkPath); bodies over 1 MiB are 413.
 //   - Authentication: every /v1 endpoint answers 401 without a valid,
 //     unrevoked key; the key's prefix selects the network, and a test key
 //     never sees live state (404 not_found, as for an unknown id).

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
-
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/webhookverify"
 )
 
@@ -120,7 +120,7 @@ func benchPOST(client *http.Client, url string, body []byte, eventID string) int
 		return 0
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "confpay-fakeserver-webhooks")
+	req.Header.Set("User-Agent", hooks.UserAgent)
 	req.Header.Set(webhookverify.SignatureHeader, webhookverify.Sign("whsec_bench", body))
 	req.Header.Set(webhookverify.EventIDHeader, eventID)
 	req.Header.Set(webhookverify.AttemptHeader, "1")

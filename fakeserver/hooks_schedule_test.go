@@ -260,7 +260,12 @@ func TestDeliveriesArePaged(t *testing.T) {
 	if len(walked) != 25 || walked[24] != all[24].DeliveryID {
 		t.Fatalf("AllDeliveries walked %d", len(walked))
 	}
-	for query, param := range map[string]string{"limit=0": "limit", "limit=101": "limit", "offset=-1": "offset", "status=pending": "status"} {
+	// An unknown parameter is refused by the pipeline (checkQuery), before
+	// the handler.
+	if e := checkQuery("status=pending", queryParams["GET /v1/webhooks/{webhook_id}/deliveries"]); e == nil || e.status != 400 || e.body.Param != "status" {
+		t.Errorf("?status=pending: %v, want 400 naming status", e)
+	}
+	for query, param := range map[string]string{"limit=0": "limit", "limit=101": "limit", "offset=-1": "offset"} {
 		r := httptest.NewRequest("GET", "/v1/webhooks/"+w.WebhookID+"/deliveries?"+query, nil)
 		r.SetPathValue("webhook_id", w.WebhookID)
 		c := &call{s: s, r: r, acct: alice.acct, net: s.nets[confpay.NetworkTest]}

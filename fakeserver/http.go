@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,9 +56,9 @@ type call struct {
 	delay         time.Duration // hold the call this long (server time) first
 }
 
-// routes builds the whole HTTP face. It is the support matrix in code.
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+// routeTable is the whole HTTP face, /v1 and /_fake, by ServeMux pattern.
+// It is the support matrix in code.
+func (s *Server) routeTable() map[string][]route {
 	table := map[string][]route{
 		"/v1/accounts/me":                                  {{"GET", true, s.handleMe}},
 		"/v1/accounts/me/balances":                         {{"GET", true, s.handleBalances}},
@@ -73,24 +77,99 @@ func (s *Server) routes() http.Handler {
 	for path, rs := range s.adminRoutes() {
 		table[path] = rs
 	}
+	return table
+}
+
+// queryParams names the query parameters each route takes, by "METHOD
+// pattern"; a route not named here takes none. checkQuery applies it to
+// every route, /v1 and /_fake alike.
+var queryParams = map[string][]string{
+	"GET /v1/accounts/me/balances":             {"decryption_proof"},
+	"GET /v1/transfers":                        {"limit", "offset", "status", "from", "to"},
+	"GET /v1/webhooks/{webhook_id}/deliveries": {"limit", "offset"},
+	"GET /_fake/books/{account}":               {"network"},
+	"GET /_fake/transfers":                     {"account", "network"},
+	"GET /_fake/events":                        {"account", "network"},
+	"GET /_fake/deliveries":                    {"account", "network"},
+	"GET /_fake/held":                          {"account", "network"},
+	"POST /_fake/reset":                        {"to"},
+}
+
+// routes builds the HTTP handler over routeTable.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	table := s.routeTable()
+	named := 0
 	for path, rs := range table {
-		mux.Handle(path, s.dispatch(rs))
+		for _, rt := range rs {
+			if _, ok := queryParams[rt.method+" "+path]; ok {
+				named++
+			}
+		}
+		mux.Handle(path, s.dispatch(path, rs))
 	}
-	mux.Handle("/", s.dispatch(nil))
-	// The request id is set before the mux runs, so that even its own
-	// answers (redirects of unclean paths) carry one.
+	if named != len(queryParams) {
+		panic("fakeserver: queryParams names a route that does not exist")
+	}
+	mux.Handle("/", s.dispatch("", nil))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Whatever listener this came through is the server's own: no
 		// webhook may deliver to it (selfguard.go).
 		s.self.learnNetAddr(r.Context().Value(http.LocalAddrContextKey))
-		w.Header().Set("X-Request-Id", names.NewID("req_"))
+		id := names.NewID("req_")
+		w.Header().Set("X-Request-Id", id)
+		// Before the mux, which would answer an unclean path with a
+		// redirect to its clean form rather than refuse it.
+		if apiErr := s.admit(r); apiErr != nil {
+			s.refuseUnread(&call{s: s, w: w, r: r, reqID: id, header: http.Header{}}, apiErr)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
 }
 
+// admit runs the checks every request passes before any route sees it:
+// the path is clean (checkPath), and no webhook delivery reaches /_fake
+// (refuseDelivery).
+func (s *Server) admit(r *http.Request) *apiError {
+	if apiErr := checkPath(r.URL.Path); apiErr != nil {
+		return apiErr
+	}
+	if isAdminPath(r.URL.Path) {
+		return refuseDelivery(r)
+	}
+	return nil
+}
+
+// checkPath refuses (400 invalid_request, param "path") a path that is not
+// its own clean form: one that does not start with "/", or that has an
+// empty segment ("//"), a "." or a ".." segment, written plainly or
+// %-encoded (%2e%2e, %2F), a final "/" aside. ServeMux would redirect such
+// a path to its clean form (so //_fake/reset would reach /_fake/reset past
+// every check made on the path as sent); the server refuses it instead,
+// nothing done.
+func checkPath(p string) *apiError {
+	clean := p != "" && p[0] == '/'
+	if clean {
+		c := path.Clean(p)
+		if strings.HasSuffix(p, "/") && c != "/" {
+			c += "/"
+		}
+		clean = c == p
+	}
+	if !clean {
+		return errInvalid("path", "the path must be clean: no empty, . or .. segment (as written or %-encoded)")
+	}
+	return nil
+}
+
 // dispatch picks the route for the method and runs it through the one
 // request pipeline: request id, faults, body limit, auth, idempotency.
-func (s *Server) dispatch(rs []route) http.Handler {
+func (s *Server) dispatch(pattern string, rs []route) http.Handler {
+	query := make([][]string, len(rs)) // the parameters each method takes
+	for i, rt := range rs {
+		query[i] = queryParams[rt.method+" "+pattern]
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
 		if c.reqID == "" {
@@ -106,11 +185,11 @@ func (s *Server) dispatch(rs []route) http.Handler {
 			return
 		}
 		var rt *route
-		var allow []string
+		var allow, params []string
 		for i := range rs {
 			allow = append(allow, rs[i].method)
 			if rs[i].method == r.Method {
-				rt = &rs[i]
+				rt, params = &rs[i], query[i]
 			}
 		}
 		if rt == nil {
@@ -118,12 +197,13 @@ func (s *Server) dispatch(rs []route) http.Handler {
 			s.writeError(c, newError(http.StatusMethodNotAllowed, confpay.CodeMethodNotAllowed, "method not allowed on this path"))
 			return
 		}
-		s.serve(c, rt)
+		s.serve(c, rt, params)
 	})
 }
 
-// serve runs the pipeline for one matched route.
-func (s *Server) serve(c *call, rt *route) {
+// serve runs the pipeline for one matched route, which takes the query
+// parameters named in params.
+func (s *Server) serve(c *call, rt *route, params []string) {
 	r := c.r
 	// The key is checked before a byte of the body is read, so that a
 	// caller without one cannot hold the server reading (httpserver.go).
@@ -143,10 +223,8 @@ func (s *Server) serve(c *call, rt *route) {
 		return
 	}
 	c.body = body
-	// A query that does not parse (a ";" separator, a bad "%" escape) is
-	// refused, never read as whatever part of it parsed.
-	if !queryParses(r.URL.RawQuery) {
-		s.writeError(c, errInvalid("query", "the query string does not parse: separate parameters with & and escape with %XX"))
+	if apiErr := checkQuery(r.URL.RawQuery, params); apiErr != nil {
+		s.writeError(c, apiErr)
 		return
 	}
 	if rt.auth { // faults script the /v1 interface, never the admin one
@@ -177,14 +255,34 @@ func (s *Server) serve(c *call, rt *route) {
 	s.finish(c, rt.h)
 }
 
-// queryParses reports whether a raw query parses (an empty one does, at
-// no cost).
-func queryParses(raw string) bool {
+// checkQuery is the one query rule of every route, /v1 and /_fake: the
+// query parses (a ";" separator or a bad "%" escape is refused, never read
+// as whatever part of it parsed: param "query"), every parameter has a
+// name (param "query"), is one the route takes (allowed) and is given at
+// most once (param naming it). Parameters are checked in name order, so
+// the answer names the same one every time. An empty query costs nothing.
+func checkQuery(raw string, allowed []string) *apiError {
 	if raw == "" {
-		return true
+		return nil
 	}
-	_, err := url.ParseQuery(raw)
-	return err == nil
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return errInvalid("query", "the query string does not parse: separate parameters with & and escape with %XX")
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case k == "":
+			return errInvalid("query", "a query parameter without a name")
+		case !slices.Contains(allowed, k):
+			if len(allowed) == 0 {
+				return errInvalid(k, "unknown query parameter "+strconv.Quote(k)+": this endpoint takes none")
+			}
+			return errInvalid(k, "unknown query parameter "+strconv.Quote(k)+": this endpoint takes "+strings.Join(allowed, ", "))
+		case len(q[k]) != 1:
+			return errInvalid(k, k+" may be given once")
+		}
+	}
+	return nil
 }
 
 // readBody reads the request body, at most MaxBodyBytes+1 bytes of it,

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/webhookverify"
 )
 
 // Keeping webhook deliveries away from the server itself and from
@@ -20,7 +24,7 @@ import (
 // A delivery is a POST the server makes to a URL a caller chose. Were it
 // to reach the server's own listener, a caller holding a test key could
 // drive the admin interface (POST /_fake/reset wipes everything) or the
-// /v1 interface. Two checks stop it:
+// /v1 interface. The address checks are the first wall:
 //
 //   - At subscription time (checkWebhookURL, Server.checkNotSelf): the URL
 //     must be https (or http on a loopback host), on a port in 1–65535, on a
@@ -35,12 +39,39 @@ import (
 //     same rules, since a name can resolve differently later. A refused
 //     dial fails the attempt (response_status 0).
 //
+// Addresses alone cannot see a delivery that a local forwarder, a proxy or
+// a tunnel carries to the server, nor one sent by another fakeserver on
+// the same host. So the second wall is on the receiving side
+// (refuseDelivery): /_fake refuses every request that carries a delivery's
+// signature header or the delivery client's User-Agent, 403 forbidden,
+// nothing done, whoever sent it and whatever path led there.
+//
 // The server's own listeners are the address of Start's listener and every
 // local address a request has reached the server on (so Handler mounted in
 // someone else's server learns its address from the first request, which
 // always comes before any subscription). At a port the server listens on,
 // every loopback and unspecified address counts as the server too: a
 // listener bound to 0.0.0.0 answers on all of them.
+
+// codeForbidden is the code of the admin interface's refusal of a webhook
+// delivery (403).
+const codeForbidden confpay.ErrorCode = "forbidden"
+
+// refuseDelivery answers 403 forbidden to a request that carries the marks
+// of a webhook delivery: an X-Service-Signature header (whatever its value,
+// empty too), or a User-Agent holding the delivery client's
+// (hooks.UserAgent, in any case). admit calls it for every /_fake request,
+// before any route runs.
+func refuseDelivery(r *http.Request) *apiError {
+	marked := len(r.Header.Values(webhookverify.SignatureHeader)) > 0
+	for _, ua := range r.Header.Values("User-Agent") {
+		marked = marked || strings.Contains(strings.ToLower(ua), hooks.UserAgent)
+	}
+	if marked {
+		return newError(http.StatusForbidden, codeForbidden, "the admin interface takes no webhook delivery (a request with "+webhookverify.SignatureHeader+" or the delivery client's User-Agent)")
+	}
+	return nil
+}
 
 // maxSelfEntries bounds the remembered ports and addresses (a host has few;
 // the bound only keeps a strange network from growing the sets).

@@ -257,7 +257,9 @@ func WithETHRate(usdgPerETH confpay.Limit) Option { return func(o *options) { o.
 // never logged. Without this option the admin interface takes no
 // credentials. A token that cannot be sent as a bearer credential (empty,
 // or holding a space, tab or comma) matches no request, which closes the
-// admin interface over HTTP; the Go API is unaffected.
+// admin interface over HTTP; the Go API is unaffected. Use at least 16
+// random bytes (the binary refuses a shorter token). Whatever the token,
+// no webhook delivery reaches /_fake (403 forbidden).
 func WithAdminToken(token string) Option {
 	h := sha256.Sum256([]byte(token))
 	return func(o *options) { o.adminTokenHash = &h }

@@ -42,7 +42,8 @@
 // both can run), by default: the /_fake admin interface takes no key
 // unless -admin-token (or the environment variable
 // CONFPAY_FAKESERVER_ADMIN_TOKEN, which stays out of shell history) sets
-// one. Each request is logged on standard error as one line (-log-format,
+// one, of at least 16 bytes. On any address but a loopback one it refuses
+// to start without a token. Each request is logged on standard error as one line (-log-format,
 // -log-level) that never holds a key, a body, a proof or a figure. The
 // HTTP server has read-header, read, write and idle timeouts and a header
 // size cap, each a flag. SIGINT or SIGTERM stops it: at once when idle,
@@ -84,6 +85,39 @@ func main() {
 // when -admin-token is not given (an environment variable stays out of
 // shell history and process listings).
 const adminTokenEnv = "CONFPAY_FAKESERVER_ADMIN_TOKEN"
+
+// minAdminTokenBytes is the shortest admin token the binary takes: 16
+// bytes (openssl rand -hex 16 makes 32).
+const minAdminTokenBytes = 16
+
+// checkAdminToken refuses an admin token that is not one token of at least
+// minAdminTokenBytes bytes. The error never holds the token.
+func checkAdminToken(token string) error {
+	if strings.ContainsAny(token, " \t,") {
+		return errors.New("the admin token (-admin-token or $" + adminTokenEnv + ") must be one token: no space, tab or comma")
+	}
+	if len(token) < minAdminTokenBytes {
+		return fmt.Errorf("the admin token (-admin-token or $%s) is shorter than %d bytes: make one with openssl rand -hex 16", adminTokenEnv, minAdminTokenBytes)
+	}
+	return nil
+}
+
+// checkExposure refuses to serve /_fake beyond loopback without an admin
+// token: a listener on any address but a loopback one (0.0.0.0, ::, a
+// host's own address) needs one, or anyone who reaches the port could
+// mint keys, read plaintext books and reset the server. The address
+// checked is the one the listener is bound to, after every resolution.
+func checkExposure(addr net.Addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	if t, ok := addr.(*net.TCPAddr); ok && t.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listening on %s, beyond loopback, needs an admin token for /_fake: "+
+		"set %s (at least %d bytes; for example %s=$(openssl rand -hex 16)) or -admin-token, or listen on 127.0.0.1",
+		addr, adminTokenEnv, minAdminTokenBytes, adminTokenEnv)
+}
 
 // config is what the flags set.
 type config struct {
@@ -213,8 +247,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.adminToken = os.Getenv(adminTokenEnv)
 	}
 	if cfg.adminToken != "" {
-		if strings.ContainsAny(cfg.adminToken, " \t,") {
-			return errors.New("-admin-token must be one token: no space, tab or comma")
+		if err := checkAdminToken(cfg.adminToken); err != nil {
+			return err
 		}
 		opts = append(opts, fakeserver.WithAdminToken(cfg.adminToken))
 	}
@@ -246,6 +280,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
+		return err
+	}
+	if err := checkExposure(ln.Addr(), cfg.adminToken); err != nil {
+		_ = ln.Close()
 		return err
 	}
 	out.URL = "http://" + ln.Addr().String()

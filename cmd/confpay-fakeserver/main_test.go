@@ -213,19 +213,19 @@ func TestRunAdminToken(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	flagged := startRun(t, "-addr", "127.0.0.1:0", "-admin-token", "flag-token-1")
+	flagged := startRun(t, "-addr", "127.0.0.1:0", "-admin-token", "flag-token-0123456789")
 	if got := status(flagged, ""); got != 401 {
 		t.Errorf("-admin-token, no credentials: %d, want 401", got)
 	}
-	if got := status(flagged, "Bearer flag-token-1"); got != 200 {
+	if got := status(flagged, "Bearer flag-token-0123456789"); got != 200 {
 		t.Errorf("-admin-token, right token: %d, want 200", got)
 	}
-	t.Setenv(adminTokenEnv, "env-token-2")
+	t.Setenv(adminTokenEnv, "env-token-0123456789")
 	fromEnv := startRun(t, "-addr", "127.0.0.1:0")
-	if got := status(fromEnv, "Bearer flag-token-1"); got != 401 {
+	if got := status(fromEnv, "Bearer flag-token-0123456789"); got != 401 {
 		t.Errorf("$%s, wrong token: %d, want 401", adminTokenEnv, got)
 	}
-	if got := status(fromEnv, "bearer env-token-2"); got != 200 {
+	if got := status(fromEnv, "bearer env-token-0123456789"); got != 200 {
 		t.Errorf("$%s, right token: %d, want 200", adminTokenEnv, got)
 	}
 }

@@ -45,7 +45,10 @@ DESCRIPTION
     or SIGTERM, logging one line per request on standard error.
 
     It listens on loopback only unless -addr says otherwise. Without an
-    admin token the /_fake interface takes no credentials: keep it there.
+    admin token the /_fake interface takes no credentials, so on any other
+    address (0.0.0.0, ::, :port, a host's own address) it refuses to start
+    until a token is set. A webhook delivery never acts on /_fake, with or
+    without a token.
 
 OPTIONS
     -addr host:port
@@ -73,7 +76,8 @@ OPTIONS
         How long a held agent payment waits for a decision (default 24h).
     -admin-token token
         Require "Authorization: Bearer token" on every /_fake request
-        (default: $CONFPAY_FAKESERVER_ADMIN_TOKEN, else none).
+        (default: $CONFPAY_FAKESERVER_ADMIN_TOKEN, else none). At least
+        16 bytes, one word. Required when -addr is not a loopback address.
     -log-format text|json
         How request lines are written on standard error (default text).
     -log-level debug|info|warn|error|off
@@ -146,14 +150,18 @@ EXAMPLES
     Run it in CI with JSON logs on a free port and an admin token:
         CONFPAY_FAKESERVER_ADMIN_TOKEN=$(openssl rand -hex 16) \
             confpay-fakeserver -addr 127.0.0.1:0 -log-format json
+    Serve it to other hosts (a container, a shared CI runner):
+        CONFPAY_FAKESERVER_ADMIN_TOKEN=$(openssl rand -hex 16) \
+            confpay-fakeserver -addr 0.0.0.0:12180
     Install it:
         go install github.com/confpay/confpay-go/cmd/confpay-fakeserver@latest
 
 EXIT STATUS
     0   stopped by SIGINT or SIGTERM after every request finished; or
         -help or -version
-    1   a bad flag or seed file, an address it cannot listen on, or
-        requests still running after -shutdown-timeout
+    1   a bad flag or seed file, an admin token under 16 bytes, an address
+        it cannot listen on, a non-loopback address without an admin
+        token, or requests still running after -shutdown-timeout
     A second SIGINT or SIGTERM ends it at once.
 
 SEE ALSO

@@ -173,8 +173,13 @@ func (d *Doc) Check(ex Exchange) error {
 	}
 	endpoint := ex.Method + " " + ex.URL.Path
 	route, params, rerr := d.router.FindRoute(req)
-	if rerr != nil && path.Clean(ex.URL.Path) != ex.URL.Path && ex.Status/100 == 3 {
-		return nil // net/http's redirect to the clean path
+	if rerr != nil && !cleanPath(ex.URL.Path) {
+		// An unclean path (//x, /a/../x, %2e%2e) is refused, never
+		// redirected to its clean form.
+		if ex.Status != http.StatusBadRequest {
+			return fmt.Errorf("%s: an unclean path answered %d, want 400 invalid_request", endpoint, ex.Status)
+		}
+		return d.checkSchema("Error", ex.Body, endpoint)
 	}
 	if rerr != nil {
 		want := map[error]int{routers.ErrPathNotFound: http.StatusNotFound, routers.ErrMethodNotAllowed: http.StatusMethodNotAllowed}
@@ -208,6 +213,19 @@ func (d *Doc) Check(ex Exchange) error {
 	d.seen[fmt.Sprintf("%s %d", endpoint, ex.Status)] = true
 	d.mu.Unlock()
 	return nil
+}
+
+// cleanPath reports whether p is its own clean form, as ServeMux cleans
+// (a final "/" kept).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // CheckSchema checks a JSON value against components/schemas/<name>.

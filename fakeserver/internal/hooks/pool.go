@@ -18,6 +18,12 @@ import (
 // discarded) so that its connection can be reused.
 const maxDrainBytes = 64 << 10
 
+// UserAgent is the User-Agent of every delivery attempt. The fakeserver's
+// admin interface refuses any request that carries it (or a signature
+// header), on this server and on any other, so that no delivery, however
+// it is routed, ever acts on /_fake.
+const UserAgent = "confpay-fakeserver-webhooks"
+
 // job is one attempt handed on: at is when it was due (the instant its
 // record shows); work is its tracking on the clock, which the request's
 // context carries (clock.WithWork) so that an in-process receiver's
@@ -103,7 +109,7 @@ func (p *pool) post(ctx context.Context, out *outgoing) int {
 		return 0
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "confpay-fakeserver-webhooks")
+	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set(webhookverify.SignatureHeader, webhookverify.Sign(out.secret.Reveal(), out.body))
 	req.Header.Set(webhookverify.EventIDHeader, out.eventID)
 	req.Header.Set(webhookverify.AttemptHeader, strconv.Itoa(out.attempt))
