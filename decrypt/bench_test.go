@@ -195,3 +195,32 @@ func BenchmarkParseProofShape4(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMulSecretBase is this build's constant-time k·G;
+// BenchmarkMulSecretBasePureGo the pure-Go comb, and
+// BenchmarkMulSecretPureGoOld the pure-Go multiplication as it was before
+// issue 27 (every value normalized, 256 doublings), for comparison.
+func BenchmarkMulSecretBase(b *testing.B) {
+	k := testScalar(b, "bench", 0)
+	defer cpuMeter(b)()
+	for b.Loop() {
+		mulSecretBase(&k)
+	}
+}
+
+func BenchmarkMulSecretBasePureGo(b *testing.B) {
+	k := testScalar(b, "bench", 0)
+	baseTable()
+	defer cpuMeter(b)()
+	for b.Loop() {
+		ctScalarBaseMult(&k)
+	}
+}
+
+func BenchmarkMulSecretPureGoOld(b *testing.B) {
+	k := testScalar(b, "bench", 0)
+	defer cpuMeter(b)()
+	for b.Loop() {
+		oldCtScalarMult(&k, &generator)
+	}
+}

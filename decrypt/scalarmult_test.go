@@ -84,11 +84,24 @@ func TestScalarMultBackendsAgree(t *testing.T) {
 		want := refMul(k, p)
 		backend := mulSecret(k, p)
 		pure := ctScalarMult(k, p)
+		old := oldCtScalarMult(k, p)
 		if got := backend.bytes(); got != want {
 			t.Fatalf("scalar %d: backend %x, reference %x", i, got, want)
 		}
 		if got := pure.bytes(); got != want {
 			t.Fatalf("scalar %d: pure Go %x, reference %x", i, got, want)
+		}
+		if got := old.bytes(); got != want {
+			t.Fatalf("scalar %d: pure Go before issue 27 %x, reference %x", i, got, want)
+		}
+		wantG := refMul(k, &generator)
+		base := mulSecretBase(k)
+		comb := ctScalarBaseMult(k)
+		if got := base.bytes(); got != wantG {
+			t.Fatalf("scalar %d: backend k·G %x, reference %x", i, got, wantG)
+		}
+		if got := comb.bytes(); got != wantG {
+			t.Fatalf("scalar %d: comb k·G %x, reference %x", i, got, wantG)
 		}
 		j := make([]secp256k1.JacobianPoint, 1)
 		mulPublic(k, p, &j[0])
