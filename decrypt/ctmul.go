@@ -31,13 +31,14 @@ import (
 //     |k1|, |k2| < 2^128 (glv.go), so k·P = k1·P + k2·φ(P) takes 128
 //     doublings instead of 256. The signs of k1 and k2 are folded into the
 //     two tables once, before the loop;
-//   - a fixed 4-bit window: 33 rounds of (4 doublings,) one addition from
-//     each table; the same sequence of operations for every scalar;
+//   - a fixed window of signed 5-bit digits: 26 rounds of (5 doublings,)
+//     one addition from each table; the same sequence of operations for
+//     every scalar;
 //   - table lookups that read every entry and keep one by masking
 //     (lookupProj; see its comment for the generated code).
 //
-// Cost: 128 doublings, 66 additions, 14 additions and 16 multiplications
-// for the tables, one inversion.
+// Cost: 125 doublings, 52 additions, 1 doubling, 14 mixed additions and
+// 16 multiplications for the tables, one inversion.
 
 // projPoint is (X:Y:Z) with x = X/Z, y = Y/Z; the identity is (0:1:0).
 // Coordinates are not normalized: each producer documents their magnitudes.
@@ -211,12 +212,12 @@ func (pp *packedPoint) unpack(p *projPoint) {
 // nor a memory address depends on idx.
 //
 // Checked in the generated code (go build -gcflags=-S, Go 1.26, amd64; see
-// TestTableLookupAssembly for how to repeat it): the loop over e runs 16
+// TestLookupAssembly for how to repeat it): the loop over e runs 17
 // times whatever idx; ConstantTimeByteEq compiles to XOR, DEC, SHR and AND
 // on registers; the mask is NEG of it; the inner loop is 12 MOVQ loads from
 // table[e] at addresses computed from e and w only, ANDQ with the mask, ORQ
 // into out. No conditional jump other than the loop counters.
-func lookupProj(out *packedPoint, table *[16]packedPoint, idx uint8) {
+func lookupProj(out *packedPoint, table *[windowEntries]packedPoint, idx uint8) {
 	*out = packedPoint{}
 	for e := range table {
 		mask := -uint64(subtle.ConstantTimeByteEq(uint8(e), idx))
@@ -226,69 +227,101 @@ func lookupProj(out *packedPoint, table *[16]packedPoint, idx uint8) {
 	}
 }
 
+// The variable-base window: signed 5-bit digits in [−16, 16], so a table
+// holds 0·P … 16·P and a digit's sign is a conditional negation of the
+// looked-up y. 26 windows cover 130 bits: |k1|, |k2| < 2^128 plus the
+// recoding's carry.
+const (
+	windowBits    = 5
+	windowEntries = 1<<(windowBits-1) + 1
+	windows       = 26
+)
+
+// signedDigits recodes the big-endian b < 2^128 into windows digits
+// d_i in [−16, 16] with b = Σ d_i·32^i, as (|d_i|, sign): the carry and the
+// sign are arithmetic on the bits, never a branch on them.
+func signedDigits(b *[32]byte) (abs [windows]uint8, neg [windows]uint32) {
+	w := [3]uint64{
+		binary.BigEndian.Uint64(b[24:]),
+		binary.BigEndian.Uint64(b[16:]),
+	}
+	var carry uint32
+	for i := range windows {
+		bit := windowBits * i // public
+		v := w[bit/64] >> (bit % 64)
+		if bit%64 > 64-windowBits {
+			v |= w[bit/64+1] << (64 - bit%64)
+		}
+		d := uint32(v&31) + carry // 0..32
+		carry = (d + 15) >> 5     // 1 iff d ≥ 17
+		d -= carry << 5           // −15..16, two's complement
+		n := d >> 31
+		abs[i] = uint8((d ^ -n) + n)
+		neg[i] = n
+	}
+	clear(w[:])
+	return abs, neg
+}
+
 // ctScalarMult returns k·P in constant time with respect to k. k must be in
 // [1, n) and p a valid point, so the result is never the identity.
 func ctScalarMult(k *secp256k1.ModNScalar, p *point) point {
 	s := splitScalar(k)
+	abs1, neg1 := signedDigits(&s.k1)
+	abs2, neg2 := signedDigits(&s.k2)
 
-	// t1[i] = i·(±P) with the sign of k1; t2[i] = φ(i·(±P)) with the sign of
-	// k2, that is (β·X : ±Y : Z). Entry 0 is the identity.
-	var t1, t2 [16]packedPoint
-	var base, cur, acc projPoint
+	// t1[i] = i·P, t2[i] = φ(i·P) = (β·X : Y : Z); entry 0 is the identity.
+	var t1, t2 [windowEntries]packedPoint
+	var cur, acc projPoint
 	acc.y.SetInt(1) // (0:1:0)
 	t1[0].pack(&acc)
 	t2[0].pack(&acc)
-	base.x.Set(&p.x)
-	base.y.Set(&p.y)
-	condNegate(&base.y, s.neg1)
-	base.y.Normalize()
-	base.z.SetInt(1)
-	cur = base
-	for i := 1; i < 16; i++ {
-		if i > 1 {
-			projAdd(&cur, &cur, &base)
+	cur.x.Set(&p.x)
+	cur.y.Set(&p.y)
+	cur.z.SetInt(1)
+	for i := 1; i < windowEntries; i++ {
+		if i == 2 {
+			projDouble(&cur, &cur)
+		} else if i > 2 {
+			projAddAffine(&cur, &cur, &p.x, &p.y)
 		}
 		t1[i].pack(&cur) // normalizes cur
 		var phi projPoint
 		phi.x.Mul2(&cur.x, &endoBeta)
 		phi.y.Set(&cur.y)
-		condNegate(&phi.y, s.neg1^s.neg2)
 		phi.z.Set(&cur.z)
 		t2[i].pack(&phi)
 	}
 
 	var sel packedPoint
 	var selP projPoint
-	for i := 32; i >= 0; i-- {
-		if i != 32 { // i is public
-			for range 4 {
+	for i := windows - 1; i >= 0; i-- {
+		if i != windows-1 { // i is public
+			for range windowBits {
 				projDouble(&acc, &acc)
 			}
 		}
-		lookupProj(&sel, &t1, nibble(&s.k1, i))
+		lookupProj(&sel, &t1, abs1[i])
 		sel.unpack(&selP)
+		condNegate(&selP.y, neg1[i]^s.neg1)
 		projAdd(&acc, &acc, &selP)
-		lookupProj(&sel, &t2, nibble(&s.k2, i))
+		lookupProj(&sel, &t2, abs2[i])
 		sel.unpack(&selP)
+		condNegate(&selP.y, neg2[i]^s.neg2)
 		projAdd(&acc, &acc, &selP)
 	}
 
 	out := toAffine(&acc)
 	s.clear()
+	clear(abs1[:])
+	clear(abs2[:])
+	clear(neg1[:])
+	clear(neg2[:])
 	clear(t1[:])
 	clear(t2[:])
 	sel = packedPoint{}
-	acc, cur, base, selP = projPoint{}, projPoint{}, projPoint{}, projPoint{}
+	acc, cur, selP = projPoint{}, projPoint{}, projPoint{}
 	return out
-}
-
-// nibble returns bits 4i..4i+3 of the big-endian b. i is public.
-func nibble(b *[32]byte, i int) uint8 {
-	v := b[31-i/2]
-	if i%2 == 1 {
-		return v >> 4
-	}
-	return v & 0x0f
 }
 
 // toAffine returns (X/Z, Y/Z), normalized, with decred's constant-time
