@@ -211,12 +211,20 @@ func (pp *packedPoint) unpack(p *projPoint) {
 // ones for the wanted entry and zero for the others, so neither a branch
 // nor a memory address depends on idx.
 //
-// Checked in the generated code (go build -gcflags=-S, Go 1.26, amd64; see
-// TestLookupAssembly for how to repeat it): the loop over e runs 17
-// times whatever idx; ConstantTimeByteEq compiles to XOR, DEC, SHR and AND
-// on registers; the mask is NEG of it; the inner loop is 12 MOVQ loads from
-// table[e] at addresses computed from e and w only, ANDQ with the mask, ORQ
-// into out. No conditional jump other than the loop counters.
+// Checked in the generated code (Go 1.26, amd64), with
+//
+//	CGO_ENABLED=0 go build -gcflags=-S ./decrypt 2>&1 | less   # find decrypt.lookupProj
+//
+// (or go tool objdump -s 'decrypt\.lookupProj' on a test binary): the
+// outer loop runs 17 times whatever idx (CMPQ DX, $17); the byte compare is
+// CMPB, SETEQ, MOVBLZX, NEGQ into the mask, no jump; the inner loop is 12
+// MOVQ (R8)(DI*8) loads from table + 96·e, ANDQ with the mask, ORQ into
+// out, so every address depends on e and w only. The only conditional
+// jumps are the two loop counters. The same read of lookupComb,
+// signedDigits, combDigit, condNegate, boolToUint32 (one MOVBLZX), absScalar,
+// splitScalar, mulShift384, ctScalarMult and ctScalarBaseMult found no
+// conditional jump or CMOV on anything but a public loop index or constant,
+// and decred's IsOverHalfOrder ends in SETNE without a jump.
 func lookupProj(out *packedPoint, table *[windowEntries]packedPoint, idx uint8) {
 	*out = packedPoint{}
 	for e := range table {
