@@ -30,7 +30,8 @@ import (
 // (sync.OnceValue, about 1 ms: it is public data, so decred's variable-time
 // Jacobian arithmetic and one batched inversion build it).
 //
-// Cost: 63 mixed additions and one inversion, no doubling.
+// Cost: 63 mixed additions, no doubling, and one blinded inversion
+// (toAffine).
 
 // combEntry is an affine point as big-endian 64-bit words: x ∥ y ∥ −y.
 type combEntry [12]uint64
