@@ -32,11 +32,12 @@ import (
 var endoBeta = fieldFromHex("7ae96a2b657c07106e64479eac3434e99cf0497512f58995c1396c28719501ee")
 
 var (
+	// endoLambda is λ.
 	endoLambda = scalarFromHexConst("5363ad4cc05c30e0a5261c028812645a122e22ea20816678df02967c1b23bd72")
-	// −b1 and −b2 mod n.
+	// endoMinusB1 and endoMinusB2 are −b1 and −b2 mod n.
 	endoMinusB1 = scalarFromHexConst("e4437ed6010e88286f547fa90abfe4c3")
 	endoMinusB2 = negScalar(scalarFromHexConst("3086d221a7d46bcde86c90e49284eb15"))
-	// g1 and g2 as little-endian 64-bit limbs.
+	// endoG1 and endoG2 are g1 and g2 as little-endian 64-bit limbs.
 	endoG1 = limbsFromBig(roundedQuotient("3086d221a7d46bcde86c90e49284eb15"))
 	endoG2 = limbsFromBig(roundedQuotient("e4437ed6010e88286f547fa90abfe4c3"))
 )

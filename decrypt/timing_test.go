@@ -28,6 +28,8 @@ import (
 // (2 × 20,000 measurements per path and pair of classes, a few minutes). decred's
 // variable-time ScalarBaseMultNonConst runs as a positive control: it must show a large |t| for small against random scalars, or
 // the test has no power on that machine.
+
+// dudectN is the number of measurements per class of the long run.
 var dudectN = flag.Int("dudect", 0, "measurements per class for TestTimingDudect; 0 for the brief, report-only run")
 
 type timedPath struct {
