@@ -46,11 +46,12 @@ if "${run[@]}" run --rm --network none --entrypoint /bin/sh "$tag" -c true >/dev
 fi
 echo "smoke: the image runs as 65532:65532 and has no shell"
 
-port=$(go run ./scripts/smokeimage -free-port)
+go build -o "$tmp/smokeimage" ./scripts/smokeimage
+port=$("$tmp/smokeimage" -free-port)
 CONFPAY_FAKESERVER_ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CONFPAY_FAKESERVER_ADMIN_TOKEN
 cid=$("${run[@]}" run -d --network host -e CONFPAY_FAKESERVER_ADMIN_TOKEN "$tag" -addr "0.0.0.0:$port")
-if ! go run ./scripts/smokeimage -url "http://127.0.0.1:$port"; then
+if ! "$tmp/smokeimage" -url "http://127.0.0.1:$port"; then
   echo "-- container log:" >&2
   "${run[@]}" logs "$cid" >&2 || true
   exit 1
