@@ -136,6 +136,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		admin("fault bad action", "POST", "/_fake/faults", `{"action":"boom"}`, "action"),
 		admin("domain bad", "POST", "/_fake/domains", `{"account":"@alice","domain":"not a domain"}`, "domain"),
 		admin("books bad network", "GET", "/_fake/books/%40alice?network=main", ``, "network"),
+		admin("prove bad network", "POST", "/_fake/prove", `{"account":"@alice","network":"main","decryption_key":"`+alice.dk.Hex()+`"}`, "network"),
+		admin("prove wrong key", "POST", "/_fake/prove", `{"account":"@alice","decryption_key":"`+bob.dk.Hex()+`"}`, "decryption_key"),
+		admin("prove key not hex", "POST", "/_fake/prove", `{"account":"@alice","decryption_key":"zz"}`, "decryption_key"),
+		admin("open-note two ids", "POST", "/_fake/open-note", `{"transfer_id":"tr_1","transaction_id":"atx_1","decryption_key":"`+alice.dk.Hex()+`"}`, "transaction_id"),
+		admin("open-note no id", "POST", "/_fake/open-note", `{"decryption_key":"`+alice.dk.Hex()+`"}`, "transfer_id"),
 	}
 	// Strict JSON on every body-taking endpoint, /v1 and /_fake: a member
 	// given twice, or in another letter case, is 400 naming the member (a
