@@ -181,6 +181,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		tc{"query with a bad escape", "GET", "/v1/transfers?limit=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 		tc{"proof query with a bad escape", "GET", "/v1/accounts/me/balances?decryption_proof=%zz", "", nil, 400, confpay.CodeInvalidRequest, "query"},
 		tc{"admin query with a semicolon", "GET", "/_fake/books/%40alice?network=test;x=1", "", nil, 400, confpay.CodeInvalidRequest, "query"},
+		// The agent was made with a test key: on live its policy allows
+		// nothing until a live PATCH sets both limits (the merged result).
+		tc{"live: one limit of a policy never set on live", "PATCH", policyPath, `{"daily_limit_usdg":10}`, nil, 400, confpay.CodeInvalidPolicy, "per_transaction_limit_usdg"},
+		tc{"live: the other limit of a policy never set on live", "PATCH", policyPath, `{"per_transaction_limit_usdg":5}`, nil, 400, confpay.CodeInvalidPolicy, "daily_limit_usdg"},
+		tc{"live: no limit for a policy never set on live", "PATCH", policyPath, `{"assets":["USDG","ETH"],"hitl_threshold_usdg":1}`, nil, 400, confpay.CodeInvalidPolicy, "daily_limit_usdg"},
 	)
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
@@ -191,6 +196,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		key := alice.test()
 		if strings.HasPrefix(c.path, "/_fake") {
 			key = ""
+		}
+		if strings.HasPrefix(c.name, "live: ") {
+			key = alice.live()
 		}
 		a := rawCall(t, srv, c.method, c.path, key, c.body, c.headers...)
 		e := a.err()
