@@ -229,7 +229,7 @@ func (a *app) policySetCmd() *cobra.Command {
 policy is untouched (spend policies are per network). Only the flags given
 change. Where the policy was never set on this network (it allows nothing),
 give both --daily-limit and --per-payment-limit.`,
-		Args:  exactArgs("AGENT"),
+		Args: exactArgs("AGENT"),
 		Example: `  confpay agents policy set buyer --daily-limit 800
   confpay agents policy set buyer --allow @cloudshop,api.market --assets USDG,ETH
   confpay agents policy set buyer --any-recipient --no-approval-threshold`,
