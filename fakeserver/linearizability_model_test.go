@@ -600,7 +600,7 @@ func (s *mState) equal(o *mState) bool {
 // hash covers the cheap part of the state; equal decides.
 func (s *mState) hash() uint64 {
 	h := fnv.New64a()
-	fmt.Fprint(h, s.now, s.revoked, s.bal, s.pol)
+	fmt.Fprint(h, s.now, s.revoked, s.bal)
 	var used uint64
 	for _, t := range s.tr {
 		used = used*31 + uint64(t.status)
@@ -611,6 +611,11 @@ func (s *mState) hash() uint64 {
 	for _, x := range s.idem {
 		if x.used {
 			used = used*41 + 1
+		}
+	}
+	for _, a := range s.pol {
+		for _, p := range a {
+			used = used*43 + uint64(p.daily) ^ uint64(p.perTx)<<1 ^ uint64(p.threshold)<<2
 		}
 	}
 	return h.Sum64() ^ used
