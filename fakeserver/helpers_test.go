@@ -15,7 +15,7 @@ package fakeserver_test
 //	raw HTTP            answer, rawCall (over the network), serve (in process)
 //	state               checkUnchanged, snapshotOptions, waitTimers
 //	agents              limit, fixture, newFixture, fixture.createAgent, fixture.pendingIDs
-//	webhooks            hookSink, newHookSink, subscribeSink, allDeliveries, forwarder
+//	webhooks            hookSink, newHookSink, subscribeSink, allDeliveries (a TCP forwarder: internal/tcpforward)
 
 import (
 	"context"
