@@ -15,14 +15,13 @@ package fakeserver_test
 //	raw HTTP            answer, rawCall (over the network), serve (in process)
 //	state               checkUnchanged, snapshotOptions, waitTimers
 //	agents              limit, fixture, newFixture, fixture.createAgent, fixture.pendingIDs
-//	webhooks            hookSink, newHookSink, subscribeSink, allDeliveries, forwarder
+//	webhooks            hookSink, newHookSink, subscribeSink, allDeliveries (a TCP forwarder: internal/tcpforward)
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -507,63 +506,4 @@ func allDeliveries(ctx context.Context, c *confpay.Client, webhookID string) ([]
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-// forwarder is a plain TCP forwarder, as any port forward, proxy or tunnel
-// on the host is: it listens on 127.0.0.1 and pipes every connection, byte
-// for byte, to target (host:port). It returns its own address. Its
-// connections are closed when the test ends.
-func forwarder(t testing.TB, target string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	keep := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			keep(in)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer in.Close()
-				out, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				keep(out)
-				defer out.Close()
-				done := make(chan struct{})
-				go func() { _, _ = io.Copy(out, in); _ = out.Close(); close(done) }()
-				_, _ = io.Copy(in, out)
-				_ = in.Close()
-				<-done
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }

@@ -10,6 +10,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/internal/tcpforward"
 )
 
 // TestWebhookCannotResetTheServer is the self-SSRF exploit, over HTTP
@@ -90,7 +91,7 @@ func TestWebhookThroughForwarderCannotReset(t *testing.T) {
 			alice := newAccount(t, srv, "@alice")
 			newAccount(t, srv, "@bob")
 			srv.AddFunds(t, "@alice", "USDG", "100")
-			fwd := forwarder(t, strings.TrimPrefix(base, "http://"))
+			fwd := tcpforward.Start(t, strings.TrimPrefix(base, "http://"))
 			ds := hookedTransfer(t, srv, alice, "http://"+fwd+"/_fake/reset")
 			if n := len(srv.Accounts()); n != 2 {
 				t.Errorf("the server holds %d accounts, want 2", n)

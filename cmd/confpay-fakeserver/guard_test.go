@@ -14,6 +14,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/internal/tcpforward"
 )
 
 // The binary's guards of /_fake: no webhook delivery acts on it (whether
@@ -75,67 +76,13 @@ func accounts(t *testing.T, url string) int {
 	return len(v.Accounts)
 }
 
-// tcpForwarder listens on 127.0.0.1 and pipes every connection, byte for
-// byte, to target (host:port), as a port forward or tunnel does. Its
-// connections close when the test ends.
-func tcpForwarder(t *testing.T, target string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	keep := func(c net.Conn) { mu.Lock(); conns = append(conns, c); mu.Unlock() }
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			keep(in)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer in.Close()
-				out, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				keep(out)
-				defer out.Close()
-				done := make(chan struct{})
-				go func() { _, _ = io.Copy(out, in); _ = out.Close(); close(done) }()
-				_, _ = io.Copy(in, out)
-				_ = in.Close()
-				<-done
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // TestBinaryWebhooksNeverReachFake: a test key on binary A subscribes two
 // webhooks, one through a local TCP forwarder to A's own /_fake/reset, one
 // to binary B's /_fake/reset, and pays once. Both deliveries are answered
 // 403 and both servers keep their accounts.
 func TestBinaryWebhooksNeverReachFake(t *testing.T) {
 	a, b := launchSeeded(t), launchSeeded(t)
-	fwd := tcpForwarder(t, strings.TrimPrefix(a.url, "http://"))
+	fwd := tcpforward.Start(t, strings.TrimPrefix(a.url, "http://"))
 	c, err := confpay.NewClient(a.aliceKey, confpay.WithBaseURL(a.url))
 	if err != nil {
 		t.Fatal(err)
