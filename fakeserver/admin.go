@@ -37,6 +37,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
 		"/_fake/events":                       {{"GET", false, s.adminListEvents}},
 		"/_fake/deliveries":                   {{"GET", false, s.adminListDeliveries}},
+		"/_fake/audit":                        {{"GET", false, s.adminAudit}},    // audit.go
 		"/_fake/held":                         {{"GET", false, s.adminListHeld}}, // held.go
 		"/_fake/held/{transaction_id}":        {{"GET", false, s.adminGetHeld}},  // held.go
 		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/internal/strictjson"
 )
@@ -41,6 +42,8 @@ type call struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	reqID string
+	// route is the matched route, "POST /v1/transfers", for the audit.
+	route string
 	body  []byte   // the whole request body, read under MaxBodyBytes
 	acct  *account // the key's account (nil on admin routes)
 	key   *apiKey
@@ -54,6 +57,15 @@ type call struct {
 	reset         bool // write part of the answer, then close
 	failAtConfirm bool
 	delay         time.Duration // hold the call this long (server time) first
+
+	// What the audit records of the answer (audit.go).
+	status     int
+	code       confpay.ErrorCode
+	param      string
+	transferID string // the transfer a payment or approval answered
+	replayed   bool
+	arrived    time.Time // clock.Mono when the call reached serve
+	at         time.Time // the server's clock then
 }
 
 // routeTable is the whole HTTP face, /v1 and /_fake, by ServeMux pattern.
@@ -91,6 +103,7 @@ var queryParams = map[string][]string{
 	"GET /_fake/transfers":                     {"account", "network"},
 	"GET /_fake/events":                        {"account", "network"},
 	"GET /_fake/deliveries":                    {"account", "network"},
+	"GET /_fake/audit":                         {"account", "network"},
 	"GET /_fake/held":                          {"account", "network"},
 	"POST /_fake/reset":                        {"to"},
 }
@@ -166,9 +179,11 @@ func checkPath(p string) *apiError {
 // dispatch picks the route for the method and runs it through the one
 // request pipeline: request id, faults, body limit, auth, idempotency.
 func (s *Server) dispatch(pattern string, rs []route) http.Handler {
-	query := make([][]string, len(rs)) // the parameters each method takes
+	query := make([][]string, len(rs))    // the parameters each method takes
+	routeNames := make([]string, len(rs)) // "METHOD pattern", made once
 	for i, rt := range rs {
-		query[i] = queryParams[rt.method+" "+pattern]
+		routeNames[i] = rt.method + " " + pattern
+		query[i] = queryParams[routeNames[i]]
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
@@ -189,7 +204,7 @@ func (s *Server) dispatch(pattern string, rs []route) http.Handler {
 		for i := range rs {
 			allow = append(allow, rs[i].method)
 			if rs[i].method == r.Method {
-				rt, params = &rs[i], query[i]
+				rt, params, c.route = &rs[i], query[i], routeNames[i]
 			}
 		}
 		if rt == nil {
@@ -212,6 +227,8 @@ func (s *Server) serve(c *call, rt *route, params []string) {
 			s.refuseUnread(c, apiErr)
 			return
 		}
+		c.arrived, c.at = clock.Mono(), s.clock.Now()
+		defer s.recordCall(c)
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -362,7 +379,9 @@ func (s *Server) run(c *call, h handlerFunc) (int, any, error) {
 	if c.delay > 0 && !s.hold(c, c.delay) {
 		return 0, nil, newError(http.StatusServiceUnavailable, "request_abandoned", "the request was abandoned while held by a delay fault")
 	}
-	return h(c)
+	status, v, err := h(c)
+	c.transferID = answeredTransfer(status, v)
+	return status, v, err
 }
 
 // finish runs a handler and writes its answer.
@@ -413,6 +432,7 @@ func (s *Server) writeJSON(c *call, status int, v any) {
 		h[k] = vs
 	}
 	h.Set("Content-Type", "application/json")
+	c.status = status
 	c.w.WriteHeader(status)
 	_ = json.NewEncoder(c.w).Encode(v)
 }
@@ -425,6 +445,7 @@ func (s *Server) writeRaw(c *call, status int, b []byte) {
 	if b != nil {
 		h.Set("Content-Type", "application/json")
 	}
+	c.status = status
 	c.w.WriteHeader(status)
 	if b != nil {
 		_, _ = c.w.Write(b)
@@ -434,8 +455,11 @@ func (s *Server) writeRaw(c *call, status int, b []byte) {
 // writeError renders any error as the flat error body.
 func (s *Server) writeError(c *call, err error) {
 	status, body := errorAnswer(c.reqID, err)
-	if e, ok := err.(*apiError); ok && e.retryAfter != "" {
-		c.header.Set("Retry-After", e.retryAfter)
+	if e, ok := err.(*apiError); ok {
+		c.code, c.param = e.body.Code, e.body.Param
+		if e.retryAfter != "" {
+			c.header.Set("Retry-After", e.retryAfter)
+		}
 	}
 	s.writeJSON(c, status, body)
 }

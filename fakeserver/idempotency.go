@@ -67,6 +67,8 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		return
 	case idempotency.Replay:
 		c.header.Set("Idempotent-Replayed", "true")
+		c.replayed = true
+		c.transferID = replayedTransfer(stored.Status, stored.Body)
 		s.writeRaw(c, stored.Status, stored.Body)
 		return
 	}
@@ -87,6 +89,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		var ae *apiError
 		if errors.As(err, &ae) {
 			errCode = ae.body.Code
+			c.code, c.param = ae.body.Code, ae.body.Param
 			if ae.retryAfter != "" {
 				c.header.Set("Retry-After", ae.retryAfter)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/audit"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
@@ -39,14 +40,17 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // never the other way round.
 //
 //	clock.run → Server.mu → hooks.mu → {hooks pool.mu, assetBook.mu, clock.mu, clock.busyMu}
+//	Server.mu → audit.Log.mu
 //
 // clock.run is held while timers run, and a timer (a confirmation, an
 // expiry, a retry) takes Server.mu or hooks.mu: so Advance, Set and Sync
 // are never called with either held. An operation emits its events under
 // s.mu (hooks.Emit takes hooks.mu inside), so events are recorded in the
 // order they happen. The locks in braces are leaves: nothing is called
-// while one is held. idempotency's, faultScript.mu and selfAddrs.mu are
-// taken alone, never with another lock held.
+// while one is held. The audit's request log is a leaf too (Audit reads
+// it under Server.mu; the pipeline adds to it alone). idempotency's,
+// faultScript.mu and selfAddrs.mu are taken alone, never with another
+// lock held.
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
@@ -83,6 +87,7 @@ type Server struct {
 	hooks      *hooks.Hooks // webhooks, both networks (delivery.go)
 	faults     faultScript
 	idempotent *idempotency.Store
+	audits     *audit.Log // each account's /v1 requests, for the audit (audit.go)
 
 	handler http.Handler
 	hs      *loopback // set by Start
@@ -140,6 +145,7 @@ type options struct {
 	maxIdempotencyKeys int
 	seed               func(*Server) (any, error) // WithResetSeed (reset.go)
 	noListener         bool                       // WithoutListener (inmemory.go)
+	audit              AuditConfig                // WithAuditConfig (audit.go)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -307,7 +313,7 @@ func NewUnstartedServer(opts ...Option) *Server {
 		opt(&o)
 	}
 	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), maxAgents: max(o.maxAgents, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
-		idempotent: idempotency.New(o.maxIdempotencyKeys)}
+		idempotent: idempotency.New(o.maxIdempotencyKeys), audits: audit.NewLog(o.audit.MaxRequests)}
 	if o.realClock {
 		s.clock = clock.NewReal()
 		if o.startSet {
@@ -434,5 +440,6 @@ func (s *Server) resetLocked() {
 	}
 	s.faults.reset()
 	s.idempotent.Reset()
+	s.audits.Reset()
 	s.hooks.Reset() // a closed server's hooks start no workers again
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	confpay "github.com/confpay/confpay-go"
 )
@@ -55,6 +56,12 @@ type Payouts struct {
 	// the answer is lost or transient (each call itself retried by the
 	// SDK); 0 means 3.
 	Attempts int
+	// Wait is how long Pay waits before calling again after a transient
+	// failure, doubled each time; 0 means 1 s. The SDK has already
+	// backed off inside the call that failed: calling again at once would
+	// hammer a service that is struggling (the fakeserver's audit reports
+	// it as retry_without_backoff).
+	Wait time.Duration
 
 	mu         sync.Mutex
 	byOrder    map[string]*Payout
@@ -76,9 +83,19 @@ func (p *Payouts) Pay(ctx context.Context, o Order) (*Payout, error) {
 	if attempts <= 0 {
 		attempts = 3
 	}
+	wait := p.Wait
+	if wait <= 0 {
+		wait = time.Second
+	}
 	var tr *confpay.Transfer
 	var err error
-	for range attempts {
+	for i := range attempts {
+		if i > 0 {
+			if werr := sleep(ctx, wait); werr != nil {
+				break // err is the last call's
+			}
+			wait *= 2
+		}
 		tr, err = p.client.Transfers.Create(ctx, params, confpay.WithIdempotencyKey(IdempotencyKey(o.ID)))
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			break
@@ -97,6 +114,18 @@ func (p *Payouts) Pay(ctx context.Context, o Order) (*Payout, error) {
 	}
 	cp := *po
 	return &cp, nil
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Get returns an order's payout, or nil when it was never paid.

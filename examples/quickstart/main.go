@@ -98,6 +98,13 @@ func runLocal(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	}
+	// The fakeserver audits the calls it received for the integration
+	// bugs that cost money (a payment without an Idempotency-Key, a retry
+	// that mints a new key, ...): a test calls srv.CheckAudit(t).
+	if fs := srv.Audit(); len(fs) > 0 {
+		return fmt.Errorf("the fakeserver's audit found %d problem(s), the first: %s", len(fs), fs[0])
+	}
+	fmt.Fprintln(out, "the fakeserver's audit found nothing to fix in these calls")
 	return nil
 }
 

@@ -26,6 +26,7 @@ func TestQuickstartLocal(t *testing.T) {
 		`@alice opens the note of tr_`,
 		`@bob opens the note of tr_`,
 		`12.5 USDG, memo "lunch on Friday"`,
+		"the fakeserver's audit found nothing to fix",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -66,4 +67,5 @@ func TestQuickstartReadOnly(t *testing.T) {
 	if !strings.Contains(out.String(), "balance 42.25 USDG (proved)") {
 		t.Errorf("unexpected output:\n%s", out.String())
 	}
+	srv.CheckAudit(t)
 }

@@ -99,6 +99,11 @@ func (c *Clock) nowLocked() time.Time {
 // Virtual reports whether the clock is virtual.
 func (c *Clock) Virtual() bool { return c.virtual }
 
+// Mono reads the wall clock's monotonic time, whatever the server's clock
+// says: how a client paces its calls is measured in the time it waits.
+// Only differences of two readings mean anything.
+func Mono() time.Time { return time.Now() }
+
 // Timer is a scheduled function; Stop cancels it.
 type Timer struct {
 	c     *Clock
