@@ -40,7 +40,11 @@ func TestDeliveriesNeverTakeTheServerLock(t *testing.T) {
 // every one attempted at the instant of its event and retried on the
 // schedule (5 s later), never failed with 0 attempts.
 func TestAFloodingAccountNeverFailsAnothersDeliveries(t *testing.T) {
-	s := New(t, WithMaxPendingDeliveries(20, 40), WithoutDeliveryJitter(), WithDeliveryTimeout(300*time.Millisecond))
+	// The delivery timeout bounds how long the hanging receivers hold
+	// their attempts; it is also what a victim's attempt may take to reach
+	// its receiver, so it must stay well above a loaded machine's latency
+	// under -race (300 ms was not: a victim attempt timed out unsent).
+	s := New(t, WithMaxPendingDeliveries(20, 40), WithoutDeliveryJitter(), WithDeliveryTimeout(2*time.Second))
 	hangs := newHookReceiver(t, s, answerAlways(0))
 	fails := newHookReceiver(t, s, answerAlways(500))
 	victimRC := newHookReceiver(t, s, func(n int, _ *http.Request) int {
