@@ -81,7 +81,7 @@ func TestLinearizableCatchesAModelBug(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		h := newLinzHarness(t, srv, seed)
 		h.quiet = true
-		if !h.run(linzMutantOps(), modelConfig{mutant: "forget reservation"}) {
+		if !h.run(linzRaceOps(), modelConfig{mutant: "forget reservation"}) {
 			return
 		}
 	}
@@ -91,8 +91,6 @@ func TestLinearizableCatchesAModelBug(t *testing.T) {
 // linzMutantOps is the length of the mutation check's histories: shorter
 // under the race detector, where the checker, which must search every
 // order of a history to refuse it, runs about ten times slower.
-func linzMutantOps() int { return linzRaceOps() }
-
 // linzRaceOps is the operations per history: -linz.ops, but at most 120
 // under the race detector, where the checker's search over a long history
 // of slow, overlapping requests could pass its one-minute limit on a
