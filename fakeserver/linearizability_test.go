@@ -88,13 +88,10 @@ func TestLinearizableCatchesAModelBug(t *testing.T) {
 	t.Fatal("the checker accepted 20 histories against a model that forgets reservations")
 }
 
-// linzMutantOps is the length of the mutation check's histories: shorter
-// under the race detector, where the checker, which must search every
-// order of a history to refuse it, runs about ten times slower.
 // linzRaceOps is the operations per history: -linz.ops, but at most 120
-// under the race detector, where the checker's search over a long history
-// of slow, overlapping requests could pass its one-minute limit on a
-// loaded machine.
+// under the race detector, where requests run about ten times slower and
+// overlap more, and the checker's search (every order of a history, to
+// refuse one) could pass its one-minute limit on a loaded machine.
 func linzRaceOps() int {
 	if raceEnabled {
 		return min(*linzOps, 120)
