@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 // AgentStatus is an agent's state. Only an active agent can pay.
@@ -134,6 +136,52 @@ func (p SpendPolicyParams) MarshalJSON() ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads a spend_policy object as the API takes it (the
+// form MarshalJSON writes), strictly: an unknown member, a member given
+// twice or in another letter case, or a value of the wrong type is an
+// error naming the member. null for allowed_recipients sets AnyRecipient,
+// for hitl_threshold_usdg NoHITLThreshold. Whether the values make a
+// valid policy is the server's to judge.
+func (p *SpendPolicyParams) UnmarshalJSON(b []byte) error {
+	var w struct {
+		DailyLimitUSDG          *Limit          `json:"daily_limit_usdg"`
+		PerTransactionLimitUSDG *Limit          `json:"per_transaction_limit_usdg"`
+		AllowedRecipients       json.RawMessage `json:"allowed_recipients"`
+		Assets                  []string        `json:"assets"`
+		ActiveHours             *string         `json:"active_hours"`
+		HITLThresholdUSDG       json.RawMessage `json:"hitl_threshold_usdg"`
+	}
+	if err := strictjson.Decode(b, &w); err != nil {
+		return err
+	}
+	v := SpendPolicyParams{
+		DailyLimitUSDG:          w.DailyLimitUSDG,
+		PerTransactionLimitUSDG: w.PerTransactionLimitUSDG,
+		Assets:                  w.Assets,
+		ActiveHours:             w.ActiveHours,
+	}
+	if w.AllowedRecipients != nil {
+		if string(w.AllowedRecipients) == "null" {
+			v.AnyRecipient = true
+		} else if err := json.Unmarshal(w.AllowedRecipients, &v.AllowedRecipients); err != nil {
+			return &strictjson.Error{Path: "allowed_recipients", Problem: "must be a list of recipients or null"}
+		}
+	}
+	if w.HITLThresholdUSDG != nil {
+		if string(w.HITLThresholdUSDG) == "null" {
+			v.NoHITLThreshold = true
+		} else {
+			var l Limit
+			if err := l.UnmarshalJSON(w.HITLThresholdUSDG); err != nil {
+				return &strictjson.Error{Path: "hitl_threshold_usdg", Problem: "must be a JSON number or null"}
+			}
+			v.HITLThresholdUSDG = &l
+		}
+	}
+	*p = v
+	return nil
 }
 
 // AgentTransaction is an agent payment held for the owner's decision: an

@@ -1,7 +1,6 @@
 package fakeserver_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -16,7 +15,7 @@ func TestPolicySeedAndDirectAPI(t *testing.T) {
 	t.Parallel()
 	srv := fakeserver.New(t)
 	seeded := srv.Seed(t, &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@alice"}}, Agents: []fakeserver.SeedAgent{{
-		Owner: "@alice", Name: "buyer", SpendPolicy: json.RawMessage(`{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100}`),
+		Owner: "@alice", Name: "buyer", SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("500")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100"))},
 	}}})
 	buyer, alice := seeded.Agent("@alice/buyer"), seeded.Account("@alice")
 	for _, key := range []string{alice.TestKey.Reveal(), alice.LiveKey.Reveal()} {

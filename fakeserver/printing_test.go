@@ -41,7 +41,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	// answer the binary prints; with slog's JSON handler and encoding/json.
 	seeded := srv.Seed(t, &fakeserver.Seed{
 		Accounts: []fakeserver.SeedAccount{{Handle: "@carol", GenerateEncryptionKey: true}},
-		Agents:   []fakeserver.SeedAgent{{Owner: "@carol", Name: "buyer", SpendPolicy: json.RawMessage(`{"daily_limit_usdg":50,"per_transaction_limit_usdg":10}`)}},
+		Agents:   []fakeserver.SeedAgent{{Owner: "@carol", Name: "buyer", SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("50")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("10"))}}},
 	})
 	agent := seeded.Agent("@carol/buyer")
 	carol := seeded.Account("@carol")

@@ -65,11 +65,16 @@ type SeedAgent struct {
 	Owner string `json:"owner"`
 	// Name is the agent's name: its handle is Owner's handle, "/", Name.
 	Name string `json:"name"`
-	// SpendPolicy is the spend_policy object of POST
-	// /v1/accounts/me/agents, as JSON, set on both networks:
+	// SpendPolicy is the agent's spend policy, set on both networks: the
+	// SDK's type, as Agents.Create takes it, judged by the same rules as
+	// POST /v1/accounts/me/agents. In a seed file it is that request's
+	// spend_policy object.
 	//
-	//	json.RawMessage(`{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100}`)
-	SpendPolicy json.RawMessage `json:"spend_policy"`
+	//	confpay.SpendPolicyParams{
+	//		DailyLimitUSDG:          confpay.Ptr(confpay.MustParseLimit("500")),
+	//		PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100")),
+	//	}
+	SpendPolicy confpay.SpendPolicyParams `json:"spend_policy"`
 	// Status is active (the default), paused or disabled.
 	Status confpay.AgentStatus `json:"status,omitempty"`
 	// Keys are the agent's API keys. Nil (absent) gives it one test and
@@ -440,7 +445,13 @@ func (s *Server) planSeed(seed *Seed) (*seedPlan, error) {
 	}
 	for i, a := range seed.Agents {
 		prefix := "agents[" + strconv.Itoa(i) + "]."
-		pr, apiErr := s.parsePolicy(a.SpendPolicy, prefix+"spend_policy.", prefix+"spend_policy")
+		// The one judge of a policy is the API's: the typed policy goes
+		// through the same parser as a request's spend_policy.
+		raw, err := json.Marshal(a.SpendPolicy)
+		if err != nil {
+			return nil, &SeedError{Field: prefix + "spend_policy", Problem: "cannot be encoded"}
+		}
+		pr, apiErr := s.parsePolicy(raw, prefix+"spend_policy.", prefix+"spend_policy")
 		if apiErr != nil {
 			return nil, &SeedError{Field: apiErr.body.Param, Problem: problemOf(apiErr)}
 		}

@@ -108,7 +108,7 @@ func TestSeedGoLiteral(t *testing.T) {
 			{Handle: "@alice", GenerateEncryptionKey: true, Balances: fakeserver.Balances{"test": {"USDG": "100"}}},
 		},
 		Agents: []fakeserver.SeedAgent{
-			{Owner: "@alice", Name: "buyer", SpendPolicy: json.RawMessage(`{"daily_limit_usdg": 50, "per_transaction_limit_usdg": 10}`)},
+			{Owner: "@alice", Name: "buyer", SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("50")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("10"))}},
 		},
 	})
 	if got := srv.Balance(t, "@alice", "USDG"); got.String() != "100" {
@@ -167,6 +167,9 @@ func TestSeedBadInput(t *testing.T) {
 		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":5}}]}`, "agents[0].spend_policy.per_transaction_limit_usdg"},
 		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":5,"per_transaction_limit_usdg":1,"assets":["DOGE"]}}]}`, "agents[0].spend_policy.assets[0]"},
 		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":5,"per_transaction_limit_usdg":1,"colour":1}}]}`, "agents[0].spend_policy.colour"},
+		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":"5","per_transaction_limit_usdg":1}}]}`, "agents[0].spend_policy.daily_limit_usdg"},
+		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":5,"daily_limit_usdg":9,"per_transaction_limit_usdg":1}}]}`, "agents[0].spend_policy.daily_limit_usdg"},
+		{`{"accounts":[{"handle":"@owner"}],"agents":[{"owner":"@owner","name":"bot","spend_policy":{"daily_limit_usdg":5,"per_transaction_limit_usdg":1,"allowed_recipients":"@bob"}}]}`, "agents[0].spend_policy.allowed_recipients"},
 		{agent(`,"status":"asleep"`), "agents[0].status"},
 		{agent(`,"keys":[{"network":"test"},{"network":"main"}]`), "agents[0].keys[1].network"},
 		{agent(`,"balances":{"test":{"USDG":"0"}}`), "agents[0].balances.test.USDG"},
@@ -302,7 +305,7 @@ func TestHeldPaymentStatuses(t *testing.T) {
 	w := srv.Seed(t, &fakeserver.Seed{
 		Accounts: []fakeserver.SeedAccount{{Handle: "@alice", GenerateEncryptionKey: true}, {Handle: "@bob", GenerateEncryptionKey: true}},
 		Agents: []fakeserver.SeedAgent{{Owner: "@alice", Name: "buyer", Balances: fakeserver.Balances{"test": {"USDG": "500"}},
-			SpendPolicy: json.RawMessage(`{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100, "hitl_threshold_usdg": 20}`)}},
+			SpendPolicy: confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("500")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100")), HITLThresholdUSDG: confpay.Ptr(confpay.MustParseLimit("20"))}}},
 	})
 	owner := srv.Client(w.Account("@alice").TestKey, noRetry)
 	bot := srv.Client(w.Agent("@alice/buyer").TestKey, noRetry)

@@ -1,7 +1,6 @@
 package marketplace_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,7 +16,7 @@ import (
 
 // world is the marketplace on a fakeserver: its account, two sellers, a
 // buyer, a supplier, and its purchasing agent.
-func world(t *testing.T, srv *fakeserver.Server, policy string) *fakeserver.Seeded {
+func world(t *testing.T, srv *fakeserver.Server, policy confpay.SpendPolicyParams) *fakeserver.Seeded {
 	t.Helper()
 	usdg := func(v string) fakeserver.Balances { return fakeserver.Balances{"test": {"USDG": v}} }
 	return srv.Seed(t, &fakeserver.Seed{
@@ -28,11 +27,15 @@ func world(t *testing.T, srv *fakeserver.Server, policy string) *fakeserver.Seed
 			{Handle: "@buyer", GenerateEncryptionKey: true, Balances: usdg("500")},
 			{Handle: "@supplier", Type: confpay.AccountBusiness, GenerateEncryptionKey: true},
 		},
-		Agents: []fakeserver.SeedAgent{{Owner: "@market", Name: "purchasing", SpendPolicy: json.RawMessage(policy), Balances: usdg("400")}},
+		Agents: []fakeserver.SeedAgent{{Owner: "@market", Name: "purchasing", SpendPolicy: policy, Balances: usdg("400")}},
 	})
 }
 
-const defaultPolicy = `{"daily_limit_usdg": 1000, "per_transaction_limit_usdg": 200, "hitl_threshold_usdg": 50}`
+var defaultPolicy = confpay.SpendPolicyParams{
+	DailyLimitUSDG:          confpay.Ptr(confpay.MustParseLimit("1000")),
+	PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("200")),
+	HITLThresholdUSDG:       confpay.Ptr(confpay.MustParseLimit("50")),
+}
 
 func amt(s string) confpay.Amount { return confpay.MustParseAmount(s) }
 
@@ -253,7 +256,7 @@ func TestDailyWindow(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	srv := fakeserver.New(t)
-	w := world(t, srv, `{"daily_limit_usdg": 100, "per_transaction_limit_usdg": 100}`)
+	w := world(t, srv, confpay.SpendPolicyParams{DailyLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100")), PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("100"))})
 	buyer := marketplace.NewPurchasing(w.Agent("@market/purchasing").Client)
 	buy := func(id, v string) error {
 		_, err := buyer.Buy(ctx, marketplace.PurchaseOrder{ID: id, Supplier: "@supplier", Amount: amt(v)})

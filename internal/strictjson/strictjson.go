@@ -507,9 +507,27 @@ func leaf(raw []byte, path string, dst reflect.Value, ti *typeInfo) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(dst.Addr().Interface()); err != nil {
+		// A type that decodes itself strictly (with Decode) names the
+		// place inside it: the path continues from here.
+		var inner *Error
+		if errors.As(err, &inner) {
+			return &Error{Path: joinPath(path, inner.Path), Problem: inner.Problem}
+		}
 		return wrongType(path)
 	}
 	return nil
+}
+
+// joinPath appends a dotted path (with [i] indexes) found inside a value to
+// the value's own path.
+func joinPath(path, inner string) string {
+	switch {
+	case inner == "":
+		return path
+	case path == "" || strings.HasPrefix(inner, "["):
+		return path + inner
+	}
+	return path + "." + inner
 }
 
 // setDirect sets dst from raw where the result is plainly what
