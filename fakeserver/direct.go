@@ -446,3 +446,29 @@ func (s *Server) heldViewLocked(n *network, r heldRecord) *HeldPayment {
 		Memo:             r.memo,
 	}
 }
+
+// Webhooks returns accountRef's live subscriptions on network n, oldest
+// first, as GET /v1/webhooks lists them (without their secrets).
+func (s *Server) Webhooks(accountRef string, n confpay.Network) ([]*confpay.Webhook, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.hooks.Subscriptions(n, acct), nil
+}
+
+// Replay sends event eventID again to subscription webhookID of accountRef
+// on network n, as POST /v1/webhooks/{webhook_id}/replay/{event_id} does
+// with the account's key: the same event id and body, a fresh signature,
+// the same errors.
+func (s *Server) Replay(accountRef string, n confpay.Network, webhookID, eventID string) (*confpay.Replay, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.hooks.Replay(n, acct, webhookID, eventID)
+	if err != nil {
+		return nil, hooksError(err)
+	}
+	return r, nil
+}

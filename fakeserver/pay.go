@@ -105,25 +105,35 @@ func (s *Server) approve(k *apiKey, id string) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	h, apiErr := s.decisionLocked(n, caller, id)
+	h, apiErr := s.approveLocked(n, caller, id)
 	if apiErr != nil {
 		return 0, nil, apiErr
+	}
+	return http.StatusOK, h.view(), nil
+}
+
+// approveLocked is caller's approval of held payment id on n: the one
+// rule of approve, for the owner's key and the direct API alike.
+func (s *Server) approveLocked(n *network, caller *account, id string) (*heldTx, *apiError) {
+	h, apiErr := s.decisionLocked(n, caller, id)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	if !h.agent.kycOK() {
 		// No money moves for an account whose verification lapsed, not
 		// even by approval; the payment stays held.
-		return 0, nil, errKYC()
+		return nil, errKYC()
 	}
 	o, amount, apiErr := s.judgeLocked(n, h.p, rules.Approval)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
 	if o != rules.Submit {
-		return 0, nil, refusal(o)
+		return nil, refusal(o)
 	}
 	t, apiErr := s.recordTransferLocked(n, h.p, h.key)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
 	n.held.window(h.agent).add(s.clock.Now(), amount, t)
 	h.transfer = t
@@ -131,7 +141,7 @@ func (s *Server) approve(k *apiKey, id string) (int, any, error) {
 	// The approval is announced first, then the transfer it submitted.
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
 	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
-	return http.StatusOK, h.view(), nil
+	return h, nil
 }
 
 // reject is the owner's rejection of held payment id, by key k: nothing
@@ -143,13 +153,68 @@ func (s *Server) reject(k *apiKey, id string) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	h, apiErr := s.decisionLocked(n, caller, id)
+	h, apiErr := s.rejectLocked(n, caller, id)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
+	return http.StatusOK, h.view(), nil
+}
+
+// rejectLocked is caller's rejection of held payment id on n.
+func (s *Server) rejectLocked(n *network, caller *account, id string) (*heldTx, *apiError) {
+	h, apiErr := s.decisionLocked(n, caller, id)
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	s.decidedLocked(n, h, heldRejected)
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionRejected, h)
-	return http.StatusOK, h.view(), nil
+	return h, nil
+}
+
+// ApproveHeld approves held payment id (atx_…) on whichever network holds
+// it, as its agent's owner would with POST
+// /v1/agents/transactions/{id}/approve: the same checks against the policy
+// and balance in force now, the same errors (the payment stays held after
+// a refusal), the same events. It returns the decided payment.
+func (s *Server) ApproveHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.approveLocked)
+}
+
+// RejectHeld rejects held payment id as its agent's owner would with POST
+// /v1/agents/transactions/{id}/reject: nothing moves.
+func (s *Server) RejectHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.rejectLocked)
+}
+
+// decideHeld finds the network that holds id and decides it as the
+// agent's owner, with decide.
+func (s *Server) decideHeld(id string, decide func(*network, *account, string) (*heldTx, *apiError)) (*HeldPayment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		if h, ok := n.held.byID[id]; ok {
+			if _, apiErr := decide(n, h.agent.owner, id); apiErr != nil {
+				return nil, apiErr
+			}
+			return s.heldViewLocked(n, n.held.all[id]), nil
+		}
+	}
+	return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held transaction with that id awaits a decision")
+}
+
+// SettleTransfer confirms one pending transfer now, as if its block had
+// been mined (a transfer scripted to fail at confirmation fails instead).
+// A transfer that is not pending is a 409-style error.
+func (s *Server) SettleTransfer(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t, err := s.pendingTransferLocked(id)
+	if err != nil {
+		return err
+	}
+	s.confirmLocked(n, t, s.clock.Now())
+	return nil
 }
 
 // confirm is a transfer's block arriving at now (its timer).
