@@ -128,8 +128,9 @@ type uiNavItem struct {
 // redirectToDashboard answers GET / with a redirect to the dashboard: a
 // convenience of the /_fake side for a person who opens the server's
 // address; /v1 is untouched.
-func redirectToDashboard(w http.ResponseWriter, r *http.Request) {
-	http.Redirect(w, r, uiPrefix, http.StatusSeeOther)
+func redirectToDashboard(c *call) (int, any, error) {
+	c.header.Set("Location", uiPrefix)
+	return http.StatusSeeOther, nil, nil
 }
 
 // serveDashboard answers every request under /_fake/ui/.
