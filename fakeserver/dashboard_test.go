@@ -136,7 +136,7 @@ func TestDashboardPages(t *testing.T) {
 	}
 
 	u := newUIClient(t, srv)
-	wantIn(t, u.get("/_fake/ui/", 200), "The sandbox's books", "@alice", "@mallory", "487.5 USDG", "@alice/bot", "agent")
+	wantIn(t, u.get("/_fake/ui/", 200), "The sandbox's books", "@alice", "@mallory", "487.5 USDG", "@alice/bot")
 	wantIn(t, u.get("/_fake/ui/keys", 200), "ci-runner", "live", "12.5") // alice's test key moved 12.5 USDG
 	wantIn(t, u.get("/_fake/ui/agents", 200), "@alice/bot", "active", "1000 USDG", "above 50 USDG", "Pause @alice/bot")
 	wantIn(t, u.get("/_fake/ui/approvals", 200), held.TransactionID, "75 USDG", "a held memo", "24h0m0s")

@@ -472,3 +472,49 @@ func (s *Server) Replay(accountRef string, n confpay.Network, webhookID, eventID
 	}
 	return r, nil
 }
+
+// ApproveHeld approves held payment id (atx_…) on whichever network holds
+// it, as its agent's owner would with POST
+// /v1/agents/transactions/{id}/approve: the same checks against the policy
+// and balance in force now, the same errors (the payment stays held after
+// a refusal), the same events. It returns the decided payment.
+func (s *Server) ApproveHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.approveLocked)
+}
+
+// RejectHeld rejects held payment id as its agent's owner would with POST
+// /v1/agents/transactions/{id}/reject: nothing moves.
+func (s *Server) RejectHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.rejectLocked)
+}
+
+// decideHeld finds the network that holds id and decides it as the
+// agent's owner, with decide.
+func (s *Server) decideHeld(id string, decide func(*network, *account, string) (*heldTx, *apiError)) (*HeldPayment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		if h, ok := n.held.byID[id]; ok {
+			if _, apiErr := decide(n, h.agent.owner, id); apiErr != nil {
+				return nil, apiErr
+			}
+			return s.heldViewLocked(n, n.held.all[id]), nil
+		}
+	}
+	return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held transaction with that id awaits a decision")
+}
+
+// SettleTransfer confirms one pending transfer now, as if its block had
+// been mined (a transfer scripted to fail at confirmation fails instead).
+// A transfer that is not pending is a 409-style error.
+func (s *Server) SettleTransfer(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t, err := s.pendingTransferLocked(id)
+	if err != nil {
+		return err
+	}
+	s.confirmLocked(n, t, s.clock.Now())
+	return nil
+}
