@@ -137,32 +137,90 @@ func (s *AccountsService) readBalancesOnce(ctx context.Context, key *decrypt.Pri
 	if err != nil {
 		return nil, err
 	}
-	var cts []decrypt.Balance
+	params, cts, amounts, err := proveBalances(key, acct, current)
+	if err != nil || params == nil {
+		return current, err // no proof: nothing held, nothing to prove
+	}
+	bals, err := s.Balances(ctx, params, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return provedFigures(bals, cts, amounts)
+}
+
+// ProveBalances builds a decryption proof over the account's current
+// balances with key, its private encryption key, and returns it ready for
+// Balances: it reads the account (Me) and its current ciphertexts
+// (Balances without proof) and proves every one of them locally, as
+// ReadBalances does. The key never leaves the process. The result is nil
+// when the account holds nothing to prove. A proof goes stale on the
+// account's next balance change (422 decryption_proof_invalid, reason
+// stale). For clients in other languages, confpay proof prints one.
+func (s *AccountsService) ProveBalances(ctx context.Context, key *decrypt.PrivateKey, opts ...CallOption) (*BalancesParams, error) {
+	if key == nil {
+		return nil, &ParamError{Param: "key", Problem: "is nil"}
+	}
+	me, err := s.Me(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	current, err := s.Balances(ctx, nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return BuildDecryptionProof(key, s.client.ChainID(), me, current)
+}
+
+// BuildDecryptionProof is ProveBalances without the requests: it proves
+// current, the no-proof answer of Balances for the account me (the answer
+// of Me) on chain chainID (Client.ChainID), with key, the account's
+// private encryption key. A key that is not the account's gives an error
+// wrapping decrypt.ErrNotForThisKey. The result is nil when current holds
+// no ciphertext.
+func BuildDecryptionProof(key *decrypt.PrivateKey, chainID uint64, me *Account, current []*Balance) (*BalancesParams, error) {
+	switch {
+	case key == nil:
+		return nil, &ParamError{Param: "key", Problem: "is nil"}
+	case me == nil:
+		return nil, &ParamError{Param: "me", Problem: "is nil"}
+	}
+	acct, err := decryptAccount(chainID, me)
+	if err != nil {
+		return nil, err
+	}
+	if !key.PublicKey().Equal(acct.Key) {
+		return nil, fmt.Errorf("confpay: proving balances: the key is not this account's encryption key: %w", decrypt.ErrNotForThisKey)
+	}
+	params, _, _, err := proveBalances(key, acct, current)
+	return params, err
+}
+
+// proveBalances proves the ciphertexts of current, the no-proof answer of
+// the balances call, with key: the proof as the balances call takes it,
+// the ciphertexts it covers and their figures decrypted locally. params is
+// nil when current holds no ciphertext.
+func proveBalances(key *decrypt.PrivateKey, acct decrypt.Account, current []*Balance) (params *BalancesParams, cts []decrypt.Balance, amounts []*big.Int, err error) {
 	for _, b := range current {
 		if b == nil || b.EncryptedBalance == "" {
 			continue
 		}
 		ct, err := decrypt.DecodeBase64(b.EncryptedBalance)
 		if err != nil {
-			return nil, fmt.Errorf("confpay: reading balances: encrypted_balance of %s: %w", b.Asset, err)
+			return nil, nil, nil, fmt.Errorf("confpay: reading balances: encrypted_balance of %s: %w", b.Asset, err)
 		}
 		cts = append(cts, decrypt.Balance{Asset: b.Asset, Version: b.BalanceVersion, Ciphertext: ct})
 	}
 	if len(cts) == 0 {
-		return current, nil // nothing held, nothing to prove
+		return nil, nil, nil, nil
 	}
 	if len(cts) > maxProofAssets {
-		return nil, fmt.Errorf("confpay: reading balances: %d assets, more than one proof covers (%d)", len(cts), maxProofAssets)
+		return nil, nil, nil, fmt.Errorf("confpay: reading balances: %d assets, more than one proof covers (%d)", len(cts), maxProofAssets)
 	}
 	proof, amounts, err := decrypt.Prove(nil, key, acct, cts)
 	if err != nil {
-		return nil, fmt.Errorf("confpay: reading balances: %w", err)
+		return nil, nil, nil, fmt.Errorf("confpay: reading balances: %w", err)
 	}
-	bals, err := s.Balances(ctx, &BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)}, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return provedFigures(bals, cts, amounts)
+	return &BalancesParams{DecryptionProof: decrypt.EncodeBase64(proof)}, cts, amounts, nil
 }
 
 // provedFigures keeps from the service's answer only what the proof

@@ -416,3 +416,34 @@ func TestReadBalancesCallTimeout(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestProveBalances: the proof ProveBalances builds reads the figures
+// through Balances; a key that is not the account's is refused before
+// anything is proved; an account holding nothing gives no proof.
+func TestProveBalances(t *testing.T) {
+	key := mustKey(t)
+	f := newLedgerFake(t, key, map[string]string{AssetUSDG: "12.5"})
+	c := newTestClient(t, f.ServeHTTP)
+	ctx := context.Background()
+	p, err := c.Accounts.ProveBalances(ctx, key)
+	if err != nil || p == nil || p.DecryptionProof == "" {
+		t.Fatalf("ProveBalances = %v, %v", p, err)
+	}
+	if s := p.String(); strings.Contains(s, p.DecryptionProof) {
+		t.Fatalf("the params print their proof: %s", s)
+	}
+	bals, err := c.Accounts.Balances(ctx, p)
+	if err != nil || figures(bals)[AssetUSDG] != "12.5" {
+		t.Fatalf("Balances with the proof = %v, %v", figures(bals), err)
+	}
+	if _, err := c.Accounts.ProveBalances(ctx, mustKey(t)); !errors.Is(err, decrypt.ErrNotForThisKey) {
+		t.Fatalf("another key: %v, want ErrNotForThisKey", err)
+	}
+	if _, err := c.Accounts.ProveBalances(ctx, nil); err == nil {
+		t.Fatal("a nil key was accepted")
+	}
+	empty := newLedgerFake(t, key, nil)
+	if p, err := BuildDecryptionProof(key, ChainIDTest, &empty.me, nil); p != nil || err != nil {
+		t.Fatalf("nothing held: %v, %v; want no proof", p, err)
+	}
+}

@@ -53,7 +53,7 @@ func EncryptBalance(rand io.Reader, acct Account, asset string, version uint64, 
 		return nil, err
 	}
 	defer r.Zero()
-	R := mulSecret(&r, &generator)
+	R := mulSecretBase(&r)
 	S := mulSecret(&r, &acct.Key.p)
 	rb, sb := R.bytes(), S.bytes()
 	defer clear(sb[:])

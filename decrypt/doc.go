@@ -24,8 +24,11 @@
 // DecodeBase64).
 //
 // Every multiplication by a secret scalar is constant time: libsecp256k1
-// through go-ethereum's crypto/secp256k1 in cgo builds, a pure-Go fixed-window
-// multiplication with complete formulas in CGO_ENABLED=0 builds.
+// through go-ethereum's crypto/secp256k1 in cgo builds; in CGO_ENABLED=0
+// builds pure Go on decred's field arithmetic with complete formulas, a
+// GLV split and signed 5-bit window for k·P (ctmul.go, glv.go) and a
+// signed-digit comb over a 48 KiB table of multiples of G, built on first
+// use, for k·G (ctbase.go).
 //
 // Secrets never print: PrivateKey, Proof, Note and Figure redact themselves
 // in String, GoString and Format (and PrivateKey, Note and Figure in

@@ -133,7 +133,7 @@ func ParsePrivateKeyHex(s string) (*PrivateKey, error) {
 func newPrivateKey(s *secp256k1.ModNScalar) *PrivateKey {
 	k := &PrivateKey{}
 	k.s.Set(s)
-	k.pub = publicKeyFromPoint(mulSecret(&k.s, &generator))
+	k.pub = publicKeyFromPoint(mulSecretBase(&k.s))
 	return k
 }
 

@@ -85,7 +85,7 @@ func SealNote(rand io.Reader, ctx NoteContext, amount *big.Int, memo string) ([]
 		return nil, err
 	}
 
-	R := mulSecret(&r, &generator)
+	R := mulSecretBase(&r)
 	rb := R.bytes()
 	mh := noteHash(ctx, &rb)
 	m := len(ctx.Readers)

@@ -219,7 +219,7 @@ func buildProof(rand io.Reader, k *PrivateKey, acct Account, balances []Balance,
 	defer w.Zero()
 
 	as := make([][pointLen]byte, m+1)
-	a0 := mulSecret(w, &generator)
+	a0 := mulSecretBase(w)
 	as[0] = a0.bytes()
 	for i := range rs {
 		ai := mulSecret(w, &rs[i])

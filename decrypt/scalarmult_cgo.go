@@ -32,6 +32,12 @@ func mulSecret(k *secp256k1.ModNScalar, p *point) point {
 	return pointFromBig(x, y)
 }
 
+// mulSecretBase returns k·G in constant time with respect to k, which must
+// be in [1, n).
+func mulSecretBase(k *secp256k1.ModNScalar) point {
+	return mulSecret(k, &generator)
+}
+
 // mulPublic sets out = k·P for public k and P (k = 0 gives the identity).
 // libsecp256k1's constant-time multiplication is still faster than
 // decred v4.0.1's variable-time one, so the verifier uses it too.

@@ -66,6 +66,9 @@ func TestScalarMultBackendsAgree(t *testing.T) {
 	for _, h := range edge {
 		scalars = append(scalars, scalarFromHex(t, h))
 	}
+	for _, k := range glvEdgeScalars() {
+		scalars = append(scalars, bigToScalar(t, k))
+	}
 	n := 48
 	if testing.Short() {
 		n = 8
@@ -84,11 +87,24 @@ func TestScalarMultBackendsAgree(t *testing.T) {
 		want := refMul(k, p)
 		backend := mulSecret(k, p)
 		pure := ctScalarMult(k, p)
+		old := oldCtScalarMult(k, p)
 		if got := backend.bytes(); got != want {
 			t.Fatalf("scalar %d: backend %x, reference %x", i, got, want)
 		}
 		if got := pure.bytes(); got != want {
 			t.Fatalf("scalar %d: pure Go %x, reference %x", i, got, want)
+		}
+		if got := old.bytes(); got != want {
+			t.Fatalf("scalar %d: pure Go before issue 27 %x, reference %x", i, got, want)
+		}
+		wantG := refMul(k, &generator)
+		base := mulSecretBase(k)
+		comb := ctScalarBaseMult(k)
+		if got := base.bytes(); got != wantG {
+			t.Fatalf("scalar %d: backend k·G %x, reference %x", i, got, wantG)
+		}
+		if got := comb.bytes(); got != wantG {
+			t.Fatalf("scalar %d: comb k·G %x, reference %x", i, got, wantG)
 		}
 		j := make([]secp256k1.JacobianPoint, 1)
 		mulPublic(k, p, &j[0])
@@ -201,5 +217,35 @@ func TestCompressPublicBatch(t *testing.T) {
 	js[3] = secp256k1.JacobianPoint{}
 	if i := compressPublic(js, got); i != 3 {
 		t.Fatalf("identity at 3 reported at %d", i)
+	}
+}
+
+// TestPureGoMatchesBackendMany compares the pure-Go k·P (GLV) and k·G
+// (comb) with the build's backend on many random scalars and points: with
+// cgo that is libsecp256k1, in CGO_ENABLED=0 builds the same code, so
+// decred's variable-time multiplication is the reference there.
+func TestPureGoMatchesBackendMany(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	p := generator
+	for i := range n {
+		k := testScalar(t, "many", i)
+		gotP, gotG := ctScalarMult(&k, &p), ctScalarBaseMult(&k)
+		var wantP, wantG [pointLen]byte
+		if backendName == "libsecp256k1 (cgo)" {
+			q, g := mulSecret(&k, &p), mulSecretBase(&k)
+			wantP, wantG = q.bytes(), g.bytes()
+		} else {
+			wantP, wantG = refMul(&k, &p), refMul(&k, &generator)
+		}
+		if gotP.bytes() != wantP {
+			t.Fatalf("input %d: pure-Go k·P %x, want %x", i, gotP.bytes(), wantP)
+		}
+		if gotG.bytes() != wantG {
+			t.Fatalf("input %d: pure-Go k·G %x, want %x", i, gotG.bytes(), wantG)
+		}
+		p = gotP // the next point: a fresh, unrelated one
 	}
 }

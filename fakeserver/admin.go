@@ -3,9 +3,11 @@ package fakeserver
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
 )
 
 // The admin interface: the dashboard's jobs (accounts, keys, funding,
@@ -38,6 +40,8 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/held":                         {{"GET", false, s.adminListHeld}}, // held.go
 		"/_fake/held/{transaction_id}":        {{"GET", false, s.adminGetHeld}},  // held.go
 		"/_fake/assets":                       {{"GET", false, s.adminListAssets}, {"POST", false, s.adminSetAsset}},
+		"/_fake/prove":                        {{"POST", false, s.adminProve}},
+		"/_fake/open-note":                    {{"POST", false, s.adminOpenNote}},
 		"/_fake/openapi.yaml":                 {{"GET", false, s.adminOpenAPI}},     // openapi.go
 		"/_fake/openapi-fake.yaml":            {{"GET", false, s.adminOpenAPIFake}}, // openapi.go
 	}
@@ -442,15 +446,14 @@ func (s *Server) adminReset(c *call) (int, any, error) { return s.resetTo(c) }
 
 // Snapshot is the server's whole domain state, in a deterministic order,
 // for comparisons in tests (with go-cmp): accounts, keys, domains, and per
-// network every balance, the asset supply and every transfer. Key usage
+// network every balance, the asset supply, every transfer and the agents'
+// spend policies. Key usage
 // (LastUsedAt, RequestCount) changes with every request; ignore those
 // fields when comparing across requests. The idempotency cache of answers
 // is not part of it.
 type Snapshot struct {
 	Accounts []AccountView
 	Keys     []KeyInfo
-	// Policies are the agents' spend policies, by agent account id.
-	Policies map[string]confpay.SpendPolicy
 	Networks map[confpay.Network]NetworkSnapshot
 }
 
@@ -471,6 +474,9 @@ type NetworkSnapshot struct {
 	Webhooks map[string]confpay.Webhook
 	// Events is how many events have been emitted.
 	Events int
+	// Policies are the agents' spend policies on the network, by agent
+	// account id.
+	Policies map[string]confpay.SpendPolicy
 }
 
 // adminListAssets answers GET /_fake/assets
@@ -560,4 +566,105 @@ func (s *Server) adminListDeliveries(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"deliveries": ds}, nil
+}
+
+// ---- proofs and notes for clients without the SDK (test-only) ----
+
+// These two routes take a private decryption key over HTTP so that a test
+// in a language without the SDK can take the production balance path (a
+// decryption proof) and read a note. They exist for tests against the
+// sandbox only: the real service never sees a decryption key. The key is
+// never logged, kept or echoed, and no error carries it or a figure.
+
+// parseKeyParam parses a hex private decryption key (0x optional) from
+// the field param.
+func parseKeyParam(param string, text confpay.Secret) (*decrypt.PrivateKey, *apiError) {
+	if text == "" {
+		return nil, errInvalid(param, param+" is required: the account's private encryption key, 64 hex digits")
+	}
+	k, err := decrypt.ParsePrivateKeyHex(strings.TrimPrefix(text.Reveal(), "0x"))
+	if err != nil {
+		return nil, errInvalid(param, param+" must be a private encryption key, 64 hex digits")
+	}
+	return k, nil
+}
+
+// proveRequest is the body of POST /_fake/prove.
+type proveRequest struct {
+	Account       string          `json:"account"`
+	Network       confpay.Network `json:"network"`
+	DecryptionKey confpay.Secret  `json:"decryption_key"`
+}
+
+// adminProve answers POST /_fake/prove: a decryption proof over the
+// account's current balances, built with the given key exactly as the SDK
+// builds one, and the balances GET /v1/accounts/me/balances answers with it.
+func (s *Server) adminProve(c *call) (int, any, error) {
+	var req proveRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	if req.Account == "" {
+		return 0, nil, errInvalid("account", "account is required")
+	}
+	if req.Network == "" {
+		req.Network = confpay.NetworkTest
+	}
+	if req.Network != confpay.NetworkTest && req.Network != confpay.NetworkLive {
+		return 0, nil, errInvalid("network", "network must be test or live")
+	}
+	key, apiErr := parseKeyParam("decryption_key", req.DecryptionKey)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	params, list, err := s.proveWith(req.Account, req.Network, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.header.Set("Cache-Control", "no-store") // figures
+	ans := map[string]any{"balances": list.Balances}
+	if params != nil {
+		ans["decryption_proof"] = params.DecryptionProof
+	}
+	return http.StatusOK, ans, nil
+}
+
+// openNoteRequest is the body of POST /_fake/open-note: one of the ids.
+type openNoteRequest struct {
+	TransferID    string         `json:"transfer_id"`
+	TransactionID string         `json:"transaction_id"`
+	DecryptionKey confpay.Secret `json:"decryption_key"`
+}
+
+// adminOpenNote answers POST /_fake/open-note: the asset, amount and memo
+// of a transfer's or a held payment's note, opened with the given key as
+// the SDK opens it.
+func (s *Server) adminOpenNote(c *call) (int, any, error) {
+	var req openNoteRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	id, held := req.TransferID, false
+	switch {
+	case req.TransferID != "" && req.TransactionID != "":
+		return 0, nil, errInvalid("transaction_id", "give transfer_id or transaction_id, not both")
+	case req.TransactionID != "":
+		id, held = req.TransactionID, true
+	case req.TransferID == "":
+		return 0, nil, errInvalid("transfer_id", "transfer_id (a transfer) or transaction_id (a held payment) is required")
+	}
+	key, apiErr := parseKeyParam("decryption_key", req.DecryptionKey)
+	if apiErr != nil {
+		return 0, nil, apiErr
+	}
+	note, dec, err := s.openNoteWith(id, held, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.header.Set("Cache-Control", "no-store") // figures
+	return http.StatusOK, map[string]any{
+		"asset":  note.Asset,
+		"amount": confpay.AmountFromUnits(note.Amount, dec),
+		"memo":   note.Memo,
+	}, nil
 }

@@ -258,3 +258,101 @@ func TestAgentsThroughCore(t *testing.T) {
 		t.Fatalf("owner reading the agent's transfer: %v", err)
 	}
 }
+
+// TestAdminProveAndOpenNote: POST /_fake/prove builds, with a key sent to
+// the sandbox, the proof the SDK builds, and the balances call with it
+// answers the figure; POST /_fake/open-note opens a transfer's and a held
+// payment's note. Neither echoes the key in an error.
+func TestAdminProveAndOpenNote(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := f.srv
+	bob := newAccount(t, srv, "@bob")
+	carol := newAccount(t, srv, "@carol")
+	srv.AddFunds(t, "@alice", "USDG", "25.5")
+	tr := send(t, f.alice, "@bob", "10", withMemo("lunch"))
+	aliceKey := f.ownerKey.Hex()
+
+	var proved struct {
+		DecryptionProof string             `json:"decryption_proof"`
+		Balances        []*confpay.Balance `json:"balances"`
+	}
+	a := rawCall(t, srv, "POST", "/_fake/prove", "", `{"account":"@alice","network":"test","decryption_key":"0x`+aliceKey+`"}`)
+	if a.status != 200 || a.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("prove: %d %s (Cache-Control %q)", a.status, a.body, a.header.Get("Cache-Control"))
+	}
+	a.decode(t, &proved)
+	if proved.DecryptionProof == "" || len(proved.Balances) != 1 || proved.Balances[0].Amount == nil || proved.Balances[0].Amount.String() != "15.5" {
+		t.Fatalf("prove answered %s", a.body)
+	}
+	// The proof reads the figure through /v1, as production does: in the
+	// body of the GET and in the query form.
+	var list confpay.BalanceList
+	a = rawCall(t, srv, "GET", "/v1/accounts/me/balances", f.owner.TestKey.Reveal(), `{"decryption_proof":"`+proved.DecryptionProof+`"}`)
+	a.decode(t, &list)
+	if a.status != 200 || len(list.Balances) != 1 || list.Balances[0].Amount == nil || list.Balances[0].Amount.String() != "15.5" {
+		t.Fatalf("balances with the proof: %d %s", a.status, a.body)
+	}
+	a = rawCall(t, srv, "GET", "/v1/accounts/me/balances?decryption_proof="+proved.DecryptionProof, f.owner.TestKey.Reveal(), "")
+	if a.status != 200 || !strings.Contains(string(a.body), `"amount":"15.5"`) {
+		t.Fatalf("balances with the proof in the query: %d %s", a.status, a.body)
+	}
+	// The SDK's own path gives the same figure.
+	bals, err := f.alice.Accounts.ReadBalances(f.ctx, f.ownerKey)
+	if err != nil || len(bals) != 1 || bals[0].Amount.String() != "15.5" {
+		t.Fatalf("ReadBalances = %v, %v", bals, err)
+	}
+	// Nothing to prove: no proof, the no-proof answer.
+	a = rawCall(t, srv, "POST", "/_fake/prove", "", `{"account":"@carol","decryption_key":"`+carol.dk.Hex()+`"}`)
+	if a.status != 200 || strings.Contains(string(a.body), "decryption_proof") {
+		t.Fatalf("prove for an empty account: %d %s", a.status, a.body)
+	}
+
+	// Notes: the recipient opens the transfer's; the owner opens a held
+	// payment's.
+	var note struct{ Asset, Amount, Memo string }
+	a = rawCall(t, srv, "POST", "/_fake/open-note", "", `{"transfer_id":"`+tr.TransferID+`","decryption_key":"`+bob.dk.Hex()+`"}`)
+	a.decode(t, &note)
+	if a.status != 200 || note.Asset != "USDG" || note.Amount != "10" || note.Memo != "lunch" || a.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("open-note transfer: %d %s", a.status, a.body)
+	}
+	_, agent := f.createAgent("bot", confpay.SpendPolicyParams{DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("50"), HITLThresholdUSDG: limit("1")})
+	h := hold(t, agent, "@bob", "2.25", withMemo("needs a yes"))
+	a = rawCall(t, srv, "POST", "/_fake/open-note", "", `{"transaction_id":"`+h.TransactionID+`","decryption_key":"`+aliceKey+`"}`)
+	a.decode(t, &note)
+	if a.status != 200 || note.Amount != "2.25" || note.Memo != "needs a yes" {
+		t.Fatalf("open-note held: %d %s", a.status, a.body)
+	}
+
+	// Refusals name the field and carry no key.
+	before := srv.Snapshot()
+	for _, c := range []struct {
+		path, body string
+		status     int
+		param      string
+	}{
+		{"/_fake/prove", `{"account":"@alice","decryption_key":"` + bob.dk.Hex() + `"}`, 400, "decryption_key"},
+		{"/_fake/prove", `{"account":"@alice","decryption_key":"` + aliceKey[:60] + `"}`, 400, "decryption_key"},
+		{"/_fake/prove", `{"account":"@alice"}`, 400, "decryption_key"},
+		{"/_fake/prove", `{"decryption_key":"` + aliceKey + `"}`, 400, "account"},
+		{"/_fake/prove", `{"account":"@alice","network":"main","decryption_key":"` + aliceKey + `"}`, 400, "network"},
+		{"/_fake/prove", `{"account":"@nobody","decryption_key":"` + aliceKey + `"}`, 404, ""},
+		{"/_fake/open-note", `{"transfer_id":"` + tr.TransferID + `","decryption_key":"` + carol.dk.Hex() + `"}`, 400, "decryption_key"},
+		{"/_fake/open-note", `{"transaction_id":"` + h.TransactionID + `","decryption_key":"` + bob.dk.Hex() + `"}`, 400, "decryption_key"},
+		{"/_fake/open-note", `{"transfer_id":"` + h.TransactionID + `","decryption_key":"` + aliceKey + `"}`, 404, ""},
+		{"/_fake/open-note", `{"transfer_id":"tr_x","transaction_id":"atx_x","decryption_key":"` + aliceKey + `"}`, 400, "transaction_id"},
+		{"/_fake/open-note", `{"decryption_key":"` + aliceKey + `"}`, 400, "transfer_id"},
+	} {
+		a := rawCall(t, srv, "POST", c.path, "", c.body)
+		e := a.err()
+		if a.status != c.status || e.Param != c.param {
+			t.Errorf("%s %s: %d %s, want %d on %q", c.path, c.body, a.status, a.body, c.status, c.param)
+		}
+		for _, k := range []string{aliceKey, bob.dk.Hex(), carol.dk.Hex(), aliceKey[:60], "15.5", "lunch"} {
+			if strings.Contains(string(a.body), k) {
+				t.Errorf("%s: the refusal carries a key or a figure: %s", c.path, a.body)
+			}
+		}
+	}
+	checkUnchanged(t, srv, before, "refused proofs and notes")
+}

@@ -500,11 +500,12 @@ func uiRevokeKey(s *Server, f url.Values) (string, any, error) {
 
 // ---- agents ----
 
-// uiAgent is an agent with its owner's handle and its spend policy.
+// uiAgent is an agent with its owner's handle and its spend policy on
+// each network.
 type uiAgent struct {
 	AccountView
-	Owner  string
-	Policy *confpay.SpendPolicy
+	Owner      string
+	Test, Live *confpay.SpendPolicy
 }
 
 func uiAgentsData(s *Server, _ url.Values) (any, error) {
@@ -513,16 +514,14 @@ func uiAgentsData(s *Server, _ url.Values) (any, error) {
 	for _, a := range accts {
 		handles[a.AccountID] = a.Handle
 	}
-	policies := s.Snapshot().Policies
 	var out []uiAgent
 	for _, a := range accts {
 		if a.OwnerID == "" {
 			continue
 		}
 		ag := uiAgent{AccountView: a, Owner: handles[a.OwnerID]}
-		if p, ok := policies[a.AccountID]; ok {
-			ag.Policy = &p
-		}
+		ag.Test, _ = s.Policy(a.AccountID, confpay.NetworkTest) // nil if reset since listed
+		ag.Live, _ = s.Policy(a.AccountID, confpay.NetworkLive)
 		out = append(out, ag)
 	}
 	return out, nil

@@ -10,12 +10,14 @@ package fakeserver
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 	"github.com/confpay/confpay-go/webhookverify"
 )
@@ -63,12 +65,7 @@ func (s *Server) accountsLocked() []AccountView {
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := Snapshot{Accounts: s.accountsLocked(), Policies: map[string]confpay.SpendPolicy{}, Networks: map[confpay.Network]NetworkSnapshot{}}
-	for _, a := range s.accounts {
-		if a.policy != nil {
-			snap.Policies[a.id] = *a.policy.view()
-		}
-	}
+	snap := Snapshot{Accounts: s.accountsLocked(), Networks: map[confpay.Network]NetworkSnapshot{}}
 	for _, k := range s.keysByID {
 		snap.Keys = append(snap.Keys, k.info())
 	}
@@ -82,6 +79,10 @@ func (s *Server) Snapshot() Snapshot {
 			Held:      map[string]confpay.AgentTransaction{},
 			Webhooks:  s.hooks.AllSubscriptions(name),
 			Events:    s.hooks.EventCount(name),
+			Policies:  map[string]confpay.SpendPolicy{},
+		}
+		for id, p := range n.policies {
+			ns.Policies[id] = *p.view()
 		}
 		for id, h := range n.held.byID {
 			v := *h.view()
@@ -417,15 +418,61 @@ func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRec
 }
 
 // CreateAgent creates an agent of owner (a handle or account id) with a
-// spend policy, as POST /v1/accounts/me/agents does with the owner's key
-// (same checks, same errors), and issues it one test and one live API key
-// named "default".
+// spend policy on both networks, as a seed does (POST
+// /v1/accounts/me/agents sets it on the owner's key's network only; the
+// checks and errors are the same), and issues it one test and one live
+// API key named "default".
 func (s *Server) CreateAgent(owner, name string, policy confpay.SpendPolicyParams) (*AgentInfo, error) {
 	body, err := json.Marshal(policy)
 	if err != nil {
 		return nil, errInvalid("spend_policy", "the spend policy does not encode as JSON")
 	}
 	return s.createAgent(owner, name, body, nil)
+}
+
+// Policy returns agent agentRef's spend policy on network n, as GET
+// /v1/agents/{id}/spend-policy answers a key of n. Policies are per
+// network: an agent created with a key of one network allows nothing on
+// the other (both limits 0) until a key of that network sets one.
+func (s *Server) Policy(agentRef string, n confpay.Network) (*confpay.SpendPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.agentOnLocked(agentRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return nw.policyOf(a.id).view(), nil
+}
+
+// SetPolicy changes the fields set in p of agent agentRef's spend policy
+// on network n, as PATCH /v1/agents/{id}/spend-policy does with the
+// owner's key of n: validated as the merged result (so on a network where
+// none was set it must set both limits), answered whole, and announced as
+// agent.policy.updated on n only when a value changed.
+func (s *Server) SetPolicy(agentRef string, n confpay.Network, p confpay.SpendPolicyParams) (*confpay.SpendPolicy, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, errInvalid("body", "the spend policy does not encode as JSON")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.agentOnLocked(agentRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.patchPolicyLocked(nw, a, body)
+}
+
+// agentOnLocked finds an agent by id or handle, and a network by name.
+func (s *Server) agentOnLocked(agentRef string, n confpay.Network) (*account, *network, error) {
+	a, nw, err := s.accountOnLocked(agentRef, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !a.isAgent() {
+		return nil, nil, errNotFound(agentRef + " is no agent")
+	}
+	return a, nw, nil
 }
 
 // heldViewLocked renders a held payment for the direct API. A payment
@@ -517,4 +564,147 @@ func (s *Server) SettleTransfer(id string) error {
 	}
 	s.confirmLocked(n, t, s.clock.Now())
 	return nil
+}
+
+// ---- proofs and notes for clients without the SDK (test-only) ----
+
+// proveWith builds, with key, a decryption proof over the current balances
+// of account accountRef on network n exactly as the SDK does
+// (confpay.BuildDecryptionProof over the no-proof answer of the balances
+// call), and the answer the balances call gives with that proof. The proof
+// is nil when the account holds nothing to prove; the answer is then the
+// no-proof one. A proof gone stale in between (a payment landed) is built
+// again once, as ReadBalances does. Errors never carry the key or a figure.
+func (s *Server) proveWith(accountRef string, n confpay.Network, key *decrypt.PrivateKey) (*confpay.BalancesParams, *confpay.BalanceList, error) {
+	s.mu.Lock()
+	a, nw, err := s.accountOnLocked(accountRef, n)
+	var me *confpay.Account
+	if err == nil {
+		me = a.view()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if me.EncryptionKey == "" {
+		return nil, nil, errInvalid("account", "the account has no encryption key, so it holds no confidential balance to prove")
+	}
+	for try := 0; ; try++ {
+		current, err := s.balances(nw, a, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		params, err := confpay.BuildDecryptionProof(key, nw.chainID, me, current.Balances)
+		switch {
+		case errors.Is(err, decrypt.ErrNotForThisKey):
+			return nil, nil, errInvalid("decryption_key", "decryption_key is not the account's private encryption key")
+		case err != nil:
+			return nil, nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not build the proof")
+		case params == nil:
+			return nil, current, nil
+		}
+		raw, err := decrypt.DecodeBase64(params.DecryptionProof)
+		if err != nil {
+			return nil, nil, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not build the proof")
+		}
+		list, err := s.balances(nw, a, raw)
+		var ae *apiError
+		if try == 0 && errors.As(err, &ae) && ae.body.Reason == confpay.ReasonStale {
+			continue // a balance changed since it was read: prove again
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return params, list, nil
+	}
+}
+
+// openNoteWith opens, with key, the note of transfer id (held false) or of
+// held payment id (held true) on either network, as the SDK opens it (confpay.OpenTransferNote,
+// confpay.OpenAgentTransactionNote), sealing it first if no read has yet.
+// It returns the note and the decimals of its asset. A key that is not one
+// of the note's readers is 400 on decryption_key; errors never carry the
+// key, the amount or the memo.
+func (s *Server) openNoteWith(id string, held bool, key *decrypt.PrivateKey) (*decrypt.Note, int, error) {
+	open, what := s.openTransferNote, "no transfer "
+	if held {
+		open, what = s.openHeldNote, "no held payment "
+	}
+	note, err := open(id, key)
+	switch {
+	case errors.Is(err, decrypt.ErrNotForThisKey):
+		return nil, 0, errInvalid("decryption_key", "decryption_key is not one of the note's readers (the sender's or recipient's key; an agent's payments open with its owner's)")
+	case err != nil:
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return nil, 0, ae
+		}
+		return nil, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "could not open the note")
+	case note == nil:
+		return nil, 0, errNotFound(what + id)
+	}
+	dec, ok := s.assets.decimals(note.Asset)
+	if !ok {
+		return nil, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "the note's asset is not known")
+	}
+	return note, dec, nil
+}
+
+// openTransferNote is openNoteWith for a transfer: nil, nil when id is no
+// transfer.
+func (s *Server) openTransferNote(id string, key *decrypt.PrivateKey) (*decrypt.Note, error) {
+	s.mu.Lock()
+	n, t := s.findTransferLocked(id)
+	s.mu.Unlock()
+	if t == nil {
+		return nil, nil
+	}
+	if err := s.sealNotes(n, []*transfer{t}); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	v := transferViewLocked(t)
+	s.mu.Unlock()
+	if v.EncryptedNote == "" {
+		return nil, errInvalid("transfer_id", "transfer "+id+" has no note: neither party has an encryption key")
+	}
+	return confpay.OpenTransferNote(key, n.chainID, v)
+}
+
+// openHeldNote is openNoteWith for a held payment: nil, nil when id is no
+// held payment. A pending payment's note is sealed as the owner's pending
+// list seals it.
+func (s *Server) openHeldNote(id string, key *decrypt.PrivateKey) (*decrypt.Note, error) {
+	find := func() (*network, *heldTx) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+			if r, ok := s.nets[name].held.all[id]; ok {
+				return s.nets[name], r.h
+			}
+		}
+		return nil, nil
+	}
+	n, h := find()
+	if h == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	sealed, owner := h.note != "", h.agent.owner
+	s.mu.Unlock()
+	if !sealed {
+		if _, err := s.pendingFor(n, owner); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	v := h.view()
+	if h.note != "" {
+		v.EncryptedNote, v.NoteReaders = h.note, []string{h.noteReader}
+	}
+	s.mu.Unlock()
+	if v.EncryptedNote == "" {
+		return nil, errInvalid("transaction_id", "held payment "+id+" has no note: it was decided or expired before its owner's pending list sealed one, or the owner has no encryption key; open its transfer's note instead")
+	}
+	return confpay.OpenAgentTransactionNote(key, n.chainID, v)
 }

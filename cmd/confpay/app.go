@@ -20,7 +20,7 @@ const (
 	exitOK          = 0   // success
 	exitError       = 1   // the service refused the request, or another failure
 	exitUsage       = 2   // bad command line, argument, amount or missing decryption key
-	exitAuth        = 3   // API key missing, malformed or refused (401)
+	exitAuth        = 3   // API key missing, malformed or refused (401); trigger: a fakeserver's admin token
 	exitNotFound    = 4   // an id or recipient the service does not know
 	exitUnavailable = 5   // no answer from the service
 	exitVerify      = 6   // a webhook signature did not verify
@@ -205,7 +205,7 @@ failed (--wait), 130 interrupted.`,
 	root.AddCommand(
 		a.meCmd(), a.balancesCmd(), a.payCmd(), a.transfersCmd(),
 		a.agentsCmd(), a.approvalsCmd(), a.approveCmd(), a.rejectCmd(),
-		a.webhooksCmd(), a.listenCmd(),
+		a.webhooksCmd(), a.listenCmd(), a.proofCmd(), a.triggerCmd(),
 	)
 	return root
 }

@@ -9,8 +9,10 @@
 //
 // Commands: me, balances, pay, transfers (list, get), agents (list, create,
 // policy get, policy set), approvals list, approve, reject, webhooks
-// (create, list, delete, deliveries, replay, verify) and listen. Every
-// command has --help with an example; docs/cli.md describes them all.
+// (create, list, delete, deliveries, replay, verify), listen, proof (a
+// decryption proof built locally, for clients in other languages) and
+// trigger (make an event happen for real). Every command has --help with
+// an example; docs/cli.md describes them all.
 //
 // Configuration comes from the environment: CONFPAY_API_KEY (the key's
 // prefix selects the network), CONFPAY_BASE_URL, and CONFPAY_DECRYPTION_KEY

@@ -211,7 +211,7 @@ func TestBrowserPages(t *testing.T) {
 	want := map[string][]string{
 		"accounts":  {"The sandbox's books", "@alice", "@bob", "@alice/shopper", "957.5 USDG", "42.5 USDG reserved", "25 USDG"},
 		"keys":      {"shopper-ci", "Revoke", "Last used"},
-		"agents":    {"@alice/shopper", "active", "500 USDG", "above 50 USDG"},
+		"agents":    {"@alice/shopper", "active", "500 USDG", "above 50 USDG", "Live network policy", "0 USDG"},
 		"approvals": {w.held.TransactionID, "80 USDG", "new laptop bag", "24h0m0s"},
 		"transfers": {w.transferID, "pending", "invoice 7", "Settle"},
 		"webhooks":  {w.webhookID, "transfer.initiated", "succeeded", "200", "Replay"},

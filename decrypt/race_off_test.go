@@ -1,0 +1,5 @@
+//go:build !race
+
+package decrypt
+
+const raceEnabled = false
