@@ -494,6 +494,78 @@ func (s *Server) heldViewLocked(n *network, r heldRecord) *HeldPayment {
 	}
 }
 
+// Webhooks returns accountRef's live subscriptions on network n, oldest
+// first, as GET /v1/webhooks lists them (without their secrets).
+func (s *Server) Webhooks(accountRef string, n confpay.Network) ([]*confpay.Webhook, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.hooks.Subscriptions(n, acct), nil
+}
+
+// Replay sends event eventID again to subscription webhookID of accountRef
+// on network n, as POST /v1/webhooks/{webhook_id}/replay/{event_id} does
+// with the account's key: the same event id and body, a fresh signature,
+// the same errors.
+func (s *Server) Replay(accountRef string, n confpay.Network, webhookID, eventID string) (*confpay.Replay, error) {
+	acct, err := s.accountID(accountRef, n)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.hooks.Replay(n, acct, webhookID, eventID)
+	if err != nil {
+		return nil, hooksError(err)
+	}
+	return r, nil
+}
+
+// ApproveHeld approves held payment id (atx_…) on whichever network holds
+// it, as its agent's owner would with POST
+// /v1/agents/transactions/{id}/approve: the same checks against the policy
+// and balance in force now, the same errors (the payment stays held after
+// a refusal), the same events. It returns the decided payment.
+func (s *Server) ApproveHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.approveLocked)
+}
+
+// RejectHeld rejects held payment id as its agent's owner would with POST
+// /v1/agents/transactions/{id}/reject: nothing moves.
+func (s *Server) RejectHeld(id string) (*HeldPayment, error) {
+	return s.decideHeld(id, s.rejectLocked)
+}
+
+// decideHeld finds the network that holds id and decides it as the
+// agent's owner, with decide.
+func (s *Server) decideHeld(id string, decide func(*network, *account, string) (*heldTx, *apiError)) (*HeldPayment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		if h, ok := n.held.byID[id]; ok {
+			if _, apiErr := decide(n, h.agent.owner, id); apiErr != nil {
+				return nil, apiErr
+			}
+			return s.heldViewLocked(n, n.held.all[id]), nil
+		}
+	}
+	return nil, newError(http.StatusNotFound, confpay.CodeTransactionNotFound, "no held transaction with that id awaits a decision")
+}
+
+// SettleTransfer confirms one pending transfer now, as if its block had
+// been mined (a transfer scripted to fail at confirmation fails instead).
+// A transfer that is not pending is a 409-style error.
+func (s *Server) SettleTransfer(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, t, err := s.pendingTransferLocked(id)
+	if err != nil {
+		return err
+	}
+	s.confirmLocked(n, t, s.clock.Now())
+	return nil
+}
+
 // ---- proofs and notes for clients without the SDK (test-only) ----
 
 // proveWith builds, with key, a decryption proof over the current balances

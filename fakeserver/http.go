@@ -125,6 +125,9 @@ func (s *Server) routes() http.Handler {
 		panic("fakeserver: queryParams names a route that does not exist")
 	}
 	mux.Handle("/", s.dispatch("", nil))
+	// The dashboard (dashboard.go), and GET / leading to it.
+	mux.HandleFunc(uiPrefix, s.serveDashboard)
+	mux.Handle("/{$}", s.dispatch("/{$}", []route{{"GET", false, redirectToDashboard}}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Whatever listener this came through is the server's own: no
 		// webhook may deliver to it (selfguard.go).

@@ -105,25 +105,35 @@ func (s *Server) approve(k *apiKey, id string) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	h, apiErr := s.decisionLocked(n, caller, id)
+	h, apiErr := s.approveLocked(n, caller, id)
 	if apiErr != nil {
 		return 0, nil, apiErr
+	}
+	return http.StatusOK, h.view(), nil
+}
+
+// approveLocked is caller's approval of held payment id on n: the one
+// rule of approve, for the owner's key and the direct API alike.
+func (s *Server) approveLocked(n *network, caller *account, id string) (*heldTx, *apiError) {
+	h, apiErr := s.decisionLocked(n, caller, id)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	if !h.agent.kycOK() {
 		// No money moves for an account whose verification lapsed, not
 		// even by approval; the payment stays held.
-		return 0, nil, errKYC()
+		return nil, errKYC()
 	}
 	o, amount, apiErr := s.judgeLocked(n, h.p, rules.Approval)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
 	if o != rules.Submit {
-		return 0, nil, refusal(o)
+		return nil, refusal(o)
 	}
 	t, apiErr := s.recordTransferLocked(n, h.p, h.key)
 	if apiErr != nil {
-		return 0, nil, apiErr
+		return nil, apiErr
 	}
 	n.held.window(h.agent).add(s.clock.Now(), amount, t)
 	h.transfer = t
@@ -131,7 +141,7 @@ func (s *Server) approve(k *apiKey, id string) (int, any, error) {
 	// The approval is announced first, then the transfer it submitted.
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
 	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
-	return http.StatusOK, h.view(), nil
+	return h, nil
 }
 
 // reject is the owner's rejection of held payment id, by key k: nothing
@@ -143,13 +153,22 @@ func (s *Server) reject(k *apiKey, id string) (int, any, error) {
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	h, apiErr := s.decisionLocked(n, caller, id)
+	h, apiErr := s.rejectLocked(n, caller, id)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
+	return http.StatusOK, h.view(), nil
+}
+
+// rejectLocked is caller's rejection of held payment id on n.
+func (s *Server) rejectLocked(n *network, caller *account, id string) (*heldTx, *apiError) {
+	h, apiErr := s.decisionLocked(n, caller, id)
+	if apiErr != nil {
+		return nil, apiErr
+	}
 	s.decidedLocked(n, h, heldRejected)
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionRejected, h)
-	return http.StatusOK, h.view(), nil
+	return h, nil
 }
 
 // confirm is a transfer's block arriving at now (its timer).

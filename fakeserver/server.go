@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"log/slog"
@@ -95,6 +96,9 @@ type Server struct {
 	// receivers are the in-process webhook receivers (receivers.go).
 	receivers receivers
 	self      selfAddrs // the server's own listeners (selfguard.go)
+	// uiKey signs the dashboard's sessions and CSRF tokens (dashboard.go);
+	// drawn once, never changed, so it needs no lock.
+	uiKey [32]byte
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -322,6 +326,7 @@ func NewUnstartedServer(opts ...Option) *Server {
 	} else {
 		s.clock = clock.NewVirtual(o.start)
 	}
+	_, _ = rand.Read(s.uiKey[:])
 	s.log = o.logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
