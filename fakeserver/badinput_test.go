@@ -221,6 +221,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 		// No webhook delivery acts on /_fake (refuseDelivery).
 		tc{"signed request to reset", "POST", "/_fake/reset", "", []string{webhookverify.SignatureHeader, "00"}, 403, "forbidden", ""},
 		tc{"delivery client to fund", "POST", "/_fake/fund", `{"account":"@alice","amount":"1"}`, []string{"User-Agent", hooks.UserAgent}, 403, "forbidden", ""},
+		// No web page in a browser acts on /_fake (crossOrigin): a
+		// cross-site form POST needs no body and no header of its own.
+		tc{"cross-site form post to reset", "POST", "/_fake/reset", "", []string{"Sec-Fetch-Site", "cross-site", "Content-Type", "application/x-www-form-urlencoded"}, 403, "forbidden", ""},
+		tc{"same-site page to reset", "POST", "/_fake/reset", "", []string{"Sec-Fetch-Site", "same-site"}, 403, "forbidden", ""},
+		tc{"another origin to fund, older browser", "POST", "/_fake/fund", `{"account":"@alice","amount":"1"}`, []string{"Origin", "http://evil.example"}, 403, "forbidden", ""},
+		tc{"an opaque origin to reset", "POST", "/_fake/reset", "", []string{"Origin", "null"}, 403, "forbidden", ""},
 		// The agent was made with a test key: on live its policy allows
 		// nothing until a live PATCH sets both limits (the merged result).
 		tc{"live: one limit of a policy never set on live", "PATCH", policyPath, `{"daily_limit_usdg":10}`, nil, 400, confpay.CodeInvalidPolicy, "per_transaction_limit_usdg"},

@@ -145,14 +145,17 @@ func (s *Server) routes() http.Handler {
 }
 
 // admit runs the checks every request passes before any route sees it:
-// the path is clean (checkPath), and no webhook delivery reaches /_fake
-// (refuseDelivery).
+// the path is clean (checkPath), no webhook delivery reaches /_fake
+// (refuseDelivery), and no web page does either (refuseCrossOrigin).
 func (s *Server) admit(r *http.Request) *apiError {
 	if apiErr := checkPath(r.URL.Path); apiErr != nil {
 		return apiErr
 	}
 	if isAdminPath(r.URL.Path) {
-		return refuseDelivery(r)
+		if apiErr := refuseDelivery(r); apiErr != nil {
+			return apiErr
+		}
+		return refuseCrossOrigin(r)
 	}
 	return nil
 }

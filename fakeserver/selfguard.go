@@ -73,6 +73,25 @@ func refuseDelivery(r *http.Request) *apiError {
 	return nil
 }
 
+// crossOrigin is net/http's own protection against cross-site request
+// forgery: it refuses a non-safe request (not GET, HEAD or OPTIONS) that a
+// browser marks as sent from another origin (Sec-Fetch-Site, or an Origin
+// whose host is not the request's). Requests without those headers (curl,
+// SDKs, test code) pass.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// refuseCrossOrigin answers 403 forbidden to a state-changing /_fake
+// request sent by a web page of another origin. Without it, on a server
+// with no admin token, any page open in a browser on the machine could
+// empty the sandbox with a bodiless cross-site form POST to /_fake/reset.
+// The dashboard's own forms are same-origin, and carry a CSRF token too.
+func refuseCrossOrigin(r *http.Request) *apiError {
+	if crossOrigin.Check(r) != nil {
+		return newError(http.StatusForbidden, codeForbidden, "the admin interface takes no state-changing request from a web page of another origin")
+	}
+	return nil
+}
+
 // maxSelfEntries bounds the remembered ports and addresses (a host has few;
 // the bound only keeps a strange network from growing the sets).
 const maxSelfEntries = 64

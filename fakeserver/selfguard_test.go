@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -342,4 +343,39 @@ func FuzzWebhookURL(f *testing.F) {
 			t.Fatalf("accepted a numeric host spelling: %q", raw)
 		}
 	})
+}
+
+// TestAdminTakesSameOriginAndNonBrowserRequests: the cross-origin refusal
+// leaves alone what must work: curl, SDKs and test code (no browser
+// headers), a page of the server's own origin (the dashboard), and safe
+// methods from anywhere.
+func TestAdminTakesSameOriginAndNonBrowserRequests(t *testing.T) {
+	s := New(t)
+	h := s.Handler()
+	for _, c := range []struct {
+		name, method string
+		header       []string
+	}{
+		{"no browser headers", "POST", nil},
+		{"same origin by Sec-Fetch-Site", "POST", []string{"Sec-Fetch-Site", "same-origin"}},
+		{"same origin by Origin", "POST", []string{"Origin", "http://sandbox.test"}},
+		{"typed into the address bar", "POST", []string{"Sec-Fetch-Site", "none"}},
+		{"a cross-site GET", "GET", []string{"Sec-Fetch-Site", "cross-site", "Origin", "http://evil.example"}},
+	} {
+		r, err := http.NewRequest(c.method, "http://sandbox.test/_fake/clock", strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.method == "POST" {
+			r.Body = io.NopCloser(strings.NewReader(`{"advance":"1s"}`))
+		}
+		for i := 0; i+1 < len(c.header); i += 2 {
+			r.Header.Set(c.header[i], c.header[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Errorf("%s: %s /_fake/clock answered %d: %s", c.name, c.method, w.Code, w.Body)
+		}
+	}
 }
