@@ -46,6 +46,7 @@ func (s *Server) updatePolicy(n *network, owner *account, agentID string, body [
 	}
 	if len(changed) > 0 {
 		a.policy = &policy{id: a.policy.id, rules: next, updatedAt: s.clock.Now()}
+		s.markAccount(a)
 		s.emitPolicyUpdatedLocked(n, a, changed)
 	}
 	return a.policy.view(), nil
