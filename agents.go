@@ -43,7 +43,13 @@ type AgentCreateParams struct {
 	SpendPolicy SpendPolicyParams `json:"spend_policy"`
 }
 
-// SpendPolicy is an agent's mandate as the service holds it.
+// SpendPolicy is an agent's mandate on one network as the service holds it.
+// Spend policies are per network, like the agent's wallet: GetPolicy and
+// UpdatePolicy read and change the policy of the client's network
+// (Client.Network), never the other's. PolicyID is the agent's, the same on
+// both networks; UpdatedAt is the network's own. Both limits are 0 (no
+// payment allowed) on a network where no key of that network has set the
+// policy yet.
 type SpendPolicy struct {
 	PolicyID                string `json:"policy_id"`
 	DailyLimitUSDG          Limit  `json:"daily_limit_usdg"`
@@ -190,7 +196,9 @@ func (s *AgentsService) List(ctx context.Context, opts ...CallOption) ([]*Agent,
 
 // Create makes an agent account under the authenticated account
 // (POST /v1/accounts/me/agents). The spend policy needs DailyLimitUSDG and
-// PerTransactionLimitUSDG.
+// PerTransactionLimitUSDG, and is set on the client's network only: on the
+// other network the agent's policy allows nothing (both limits 0) until a
+// client with a key of that network sets both limits with UpdatePolicy.
 func (s *AgentsService) Create(ctx context.Context, params *AgentCreateParams, opts ...CallOption) (*Agent, error) {
 	switch {
 	case params == nil:
@@ -212,8 +220,8 @@ func (s *AgentsService) Create(ctx context.Context, params *AgentCreateParams, o
 	return &a, nil
 }
 
-// GetPolicy returns an agent's spend policy
-// (GET /v1/agents/{account_id}/spend-policy).
+// GetPolicy returns an agent's spend policy on the client's network
+// (GET /v1/agents/{account_id}/spend-policy); see SpendPolicy.
 func (s *AgentsService) GetPolicy(ctx context.Context, agentID string, opts ...CallOption) (*SpendPolicy, error) {
 	id, err := pathID("agentID", agentID)
 	if err != nil {
@@ -226,9 +234,12 @@ func (s *AgentsService) GetPolicy(ctx context.Context, agentID string, opts ...C
 	return &p, nil
 }
 
-// UpdatePolicy amends an agent's spend policy
-// (PATCH /v1/agents/{account_id}/spend-policy). Only the fields set in
-// params are sent and changed; the answer is the whole updated policy.
+// UpdatePolicy amends an agent's spend policy on the client's network
+// (PATCH /v1/agents/{account_id}/spend-policy); the other network's policy
+// is untouched, and agent.policy.updated goes out on the client's network
+// only. Only the fields set in params are sent and changed; the merged
+// result is validated, so where the policy was never set on this network
+// params must set both limits. The answer is the whole updated policy.
 func (s *AgentsService) UpdatePolicy(ctx context.Context, agentID string, params *SpendPolicyParams, opts ...CallOption) (*SpendPolicy, error) {
 	id, err := pathID("agentID", agentID)
 	if err != nil {

@@ -446,15 +446,14 @@ func (s *Server) adminReset(c *call) (int, any, error) { return s.resetTo(c) }
 
 // Snapshot is the server's whole domain state, in a deterministic order,
 // for comparisons in tests (with go-cmp): accounts, keys, domains, and per
-// network every balance, the asset supply and every transfer. Key usage
+// network every balance, the asset supply, every transfer and the agents'
+// spend policies. Key usage
 // (LastUsedAt, RequestCount) changes with every request; ignore those
 // fields when comparing across requests. The idempotency cache of answers
 // is not part of it.
 type Snapshot struct {
 	Accounts []AccountView
 	Keys     []KeyInfo
-	// Policies are the agents' spend policies, by agent account id.
-	Policies map[string]confpay.SpendPolicy
 	Networks map[confpay.Network]NetworkSnapshot
 }
 
@@ -475,6 +474,9 @@ type NetworkSnapshot struct {
 	Webhooks map[string]confpay.Webhook
 	// Events is how many events have been emitted.
 	Events int
+	// Policies are the agents' spend policies on the network, by agent
+	// account id.
+	Policies map[string]confpay.SpendPolicy
 }
 
 // adminListAssets answers GET /_fake/assets

@@ -12,20 +12,22 @@ import (
 // policy's event). Identities and their lookups are identity.go; an
 // agent's spending and held payments are held.go, the judge pay.go.
 
-// createOwnAgent creates owner's agent name with the parsed policy pr (or
-// answers policyErr, the parse's error, in the documented order).
-func (s *Server) createOwnAgent(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*confpay.Agent, *apiError) {
+// createOwnAgent creates owner's agent name with the parsed policy pr on
+// n, the network of the owner's key (or answers policyErr, the parse's
+// error, in the documented order). On the other network the agent's
+// policy allows nothing until a key of that network sets one.
+func (s *Server) createOwnAgent(n *network, owner *account, name string, pr *rules.Policy, policyErr *apiError) (*confpay.Agent, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, apiErr := s.createAgentLocked(owner, name, pr, policyErr)
+	a, apiErr := s.createAgentLocked(owner, name, pr, policyErr, n)
 	if apiErr != nil {
 		return nil, apiErr
 	}
 	return agentView(a), nil
 }
 
-// updatePolicy applies a PATCH body to the policy of owner's agent agentID
-// and announces what changed on n.
+// updatePolicy applies a PATCH body to the policy on n of owner's agent
+// agentID and announces what changed on n.
 func (s *Server) updatePolicy(n *network, owner *account, agentID string, body []byte) (*confpay.SpendPolicy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -33,7 +35,15 @@ func (s *Server) updatePolicy(n *network, owner *account, agentID string, body [
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	next, changed, err := a.policy.rules.Patch(body)
+	return s.patchPolicyLocked(n, a, body)
+}
+
+// patchPolicyLocked applies a PATCH body to agent a's policy on n,
+// validated as the merged result; a change gets a new updated_at and is
+// announced on n only.
+func (s *Server) patchPolicyLocked(n *network, a *account, body []byte) (*confpay.SpendPolicy, error) {
+	cur := n.policyOf(a.id)
+	next, changed, err := cur.rules.Patch(body)
 	if err == nil {
 		err = s.assets.policyAssetsKnown(next)
 	}
@@ -45,9 +55,10 @@ func (s *Server) updatePolicy(n *network, owner *account, agentID string, body [
 		return nil, policyError(err, "", "body")
 	}
 	if len(changed) > 0 {
-		a.policy = &policy{id: a.policy.id, rules: next, updatedAt: s.clock.Now()}
-		s.markAccount(a)
+		cur = &policy{id: a.policyID, rules: next, updatedAt: s.clock.Now()}
+		n.policies[a.id] = cur
+		s.markPolicy(n, a.id)
 		s.emitPolicyUpdatedLocked(n, a, changed)
 	}
-	return a.policy.view(), nil
+	return cur.view(), nil
 }

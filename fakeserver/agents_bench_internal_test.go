@@ -33,9 +33,10 @@ func agentForBench(tb testing.TB, s *Server, policyBody string) (agent, payee *a
 	agent = &account{
 		id: names.NewID("acct_"), handle: "@owner/bot", typ: confpay.AccountAgent, address: newAddress(),
 		createdAt: s.clock.Now(), owner: o, agentName: "bot", agentStatus: confpay.AgentActive,
-		policy: &policy{id: names.NewID("policy_"), rules: pr, updatedAt: s.clock.Now()},
+		policyID: names.NewID("policy_"),
 	}
 	s.addAccountLocked(agent)
+	s.setPoliciesLocked(agent.id, agent.policyID, pr, nil)
 	o.agents = append(o.agents, agent)
 	return agent, s.accounts[bob.AccountID]
 }

@@ -73,7 +73,8 @@ func TestAgentsCreateAndList(t *testing.T) {
 		t.Errorf("agent me = %+v", am)
 	}
 
-	// The agent's identity and policy are shared by both networks.
+	// The agent's identity and policy id are shared by both networks (its
+	// policy on live allows nothing: policy_network_test.go).
 	live := newClient(t, f.srv, f.owner.LiveKey.Reveal(), nil, noRetry)
 	ll, err := live.Agents.List(f.ctx)
 	if err != nil || len(ll) != 2 {

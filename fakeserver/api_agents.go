@@ -8,7 +8,8 @@ import (
 	"net/http"
 )
 
-// handleCreateAgent answers POST /v1/accounts/me/agents.
+// handleCreateAgent answers POST /v1/accounts/me/agents: the policy sent
+// is the one on the key's network.
 func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 	var body struct {
 		Name        string          `json:"name"`
@@ -18,7 +19,7 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	pr, apiErr := s.parsePolicy(body.SpendPolicy, "spend_policy.", "spend_policy")
-	v, apiErr := s.createOwnAgent(c.acct, body.Name, pr, apiErr)
+	v, apiErr := s.createOwnAgent(c.net, c.acct, body.Name, pr, apiErr)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
@@ -52,19 +53,21 @@ func (s *Server) handleReject(c *call) (int, any, error) {
 	return s.reject(c.key, c.r.PathValue("transaction_id"))
 }
 
-// handleGetPolicy answers GET /v1/agents/{account_id}/spend-policy.
+// handleGetPolicy answers GET /v1/agents/{account_id}/spend-policy: the
+// policy on the key's network.
 func (s *Server) handleGetPolicy(c *call) (int, any, error) {
-	p, apiErr := s.agentPolicy(c.acct, c.r.PathValue("account_id"))
+	p, apiErr := s.agentPolicy(c.net, c.acct, c.r.PathValue("account_id"))
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
 	return http.StatusOK, p, nil
 }
 
-// handleUpdatePolicy changes only the fields sent, validates the merged
-// result and answers the whole policy. When a value actually changed, the
-// policy gets a new updated_at and agent.policy.updated is emitted on the
-// caller's network; a PATCH that changes nothing is answered as a read.
+// handleUpdatePolicy changes only the fields sent of the policy on the
+// key's network, validates the merged result and answers the whole policy.
+// When a value actually changed, the policy gets a new updated_at and
+// agent.policy.updated is emitted on the caller's network only; a PATCH
+// that changes nothing is answered as a read.
 func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
 	p, err := s.updatePolicy(c.net, c.acct, c.r.PathValue("account_id"), c.body)
 	if err != nil {

@@ -221,6 +221,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		// No webhook delivery acts on /_fake (refuseDelivery).
 		tc{"signed request to reset", "POST", "/_fake/reset", "", []string{webhookverify.SignatureHeader, "00"}, 403, "forbidden", ""},
 		tc{"delivery client to fund", "POST", "/_fake/fund", `{"account":"@alice","amount":"1"}`, []string{"User-Agent", hooks.UserAgent}, 403, "forbidden", ""},
+		// The agent was made with a test key: on live its policy allows
+		// nothing until a live PATCH sets both limits (the merged result).
+		tc{"live: one limit of a policy never set on live", "PATCH", policyPath, `{"daily_limit_usdg":10}`, nil, 400, confpay.CodeInvalidPolicy, "per_transaction_limit_usdg"},
+		tc{"live: the other limit of a policy never set on live", "PATCH", policyPath, `{"per_transaction_limit_usdg":5}`, nil, 400, confpay.CodeInvalidPolicy, "daily_limit_usdg"},
+		tc{"live: no limit for a policy never set on live", "PATCH", policyPath, `{"assets":["USDG","ETH"],"hitl_threshold_usdg":1}`, nil, 400, confpay.CodeInvalidPolicy, "daily_limit_usdg"},
 	)
 	// A memo that decoding would alter (encoding/json reads invalid UTF-8
 	// and escaped lone surrogates as U+FFFD) is refused on every path that
@@ -269,6 +274,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		}
 		if strings.HasPrefix(c.path, "/_fake") {
 			key = ""
+		}
+		if strings.HasPrefix(c.name, "live: ") {
+			key = alice.live()
 		}
 		a := rawCall(t, srv, c.method, c.path, key, c.body, c.headers...)
 		e := a.err()

@@ -65,12 +65,7 @@ func (s *Server) accountsLocked() []AccountView {
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := Snapshot{Accounts: s.accountsLocked(), Policies: map[string]confpay.SpendPolicy{}, Networks: map[confpay.Network]NetworkSnapshot{}}
-	for _, a := range s.accounts {
-		if a.policy != nil {
-			snap.Policies[a.id] = *a.policy.view()
-		}
-	}
+	snap := Snapshot{Accounts: s.accountsLocked(), Networks: map[confpay.Network]NetworkSnapshot{}}
 	for _, k := range s.keysByID {
 		snap.Keys = append(snap.Keys, k.info())
 	}
@@ -84,6 +79,10 @@ func (s *Server) Snapshot() Snapshot {
 			Held:      map[string]confpay.AgentTransaction{},
 			Webhooks:  s.hooks.AllSubscriptions(name),
 			Events:    s.hooks.EventCount(name),
+			Policies:  map[string]confpay.SpendPolicy{},
+		}
+		for id, p := range n.policies {
+			ns.Policies[id] = *p.view()
 		}
 		for id, h := range n.held.byID {
 			v := *h.view()
@@ -423,15 +422,61 @@ func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRec
 }
 
 // CreateAgent creates an agent of owner (a handle or account id) with a
-// spend policy, as POST /v1/accounts/me/agents does with the owner's key
-// (same checks, same errors), and issues it one test and one live API key
-// named "default".
+// spend policy on both networks, as a seed does (POST
+// /v1/accounts/me/agents sets it on the owner's key's network only; the
+// checks and errors are the same), and issues it one test and one live
+// API key named "default".
 func (s *Server) CreateAgent(owner, name string, policy confpay.SpendPolicyParams) (*AgentInfo, error) {
 	body, err := json.Marshal(policy)
 	if err != nil {
 		return nil, errInvalid("spend_policy", "the spend policy does not encode as JSON")
 	}
 	return s.createAgent(owner, name, body, nil)
+}
+
+// Policy returns agent agentRef's spend policy on network n, as GET
+// /v1/agents/{id}/spend-policy answers a key of n. Policies are per
+// network: an agent created with a key of one network allows nothing on
+// the other (both limits 0) until a key of that network sets one.
+func (s *Server) Policy(agentRef string, n confpay.Network) (*confpay.SpendPolicy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.agentOnLocked(agentRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return nw.policyOf(a.id).view(), nil
+}
+
+// SetPolicy changes the fields set in p of agent agentRef's spend policy
+// on network n, as PATCH /v1/agents/{id}/spend-policy does with the
+// owner's key of n: validated as the merged result (so on a network where
+// none was set it must set both limits), answered whole, and announced as
+// agent.policy.updated on n only when a value changed.
+func (s *Server) SetPolicy(agentRef string, n confpay.Network, p confpay.SpendPolicyParams) (*confpay.SpendPolicy, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, errInvalid("body", "the spend policy does not encode as JSON")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, nw, err := s.agentOnLocked(agentRef, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.patchPolicyLocked(nw, a, body)
+}
+
+// agentOnLocked finds an agent by id or handle, and a network by name.
+func (s *Server) agentOnLocked(agentRef string, n confpay.Network) (*account, *network, error) {
+	a, nw, err := s.accountOnLocked(agentRef, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !a.isAgent() {
+		return nil, nil, errNotFound(agentRef + " is no agent")
+	}
+	return a, nw, nil
 }
 
 // heldViewLocked renders a held payment for the direct API. A payment

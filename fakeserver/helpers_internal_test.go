@@ -21,6 +21,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
 // hookHit is one request a receiver got.
@@ -147,9 +148,10 @@ func newTestAgent(t testing.TB, s *Server, owner *testParty, name string) *testP
 		owner:       owner.acct,
 		agentName:   name,
 		agentStatus: confpay.AgentActive,
-		policy:      &policy{id: names.NewID("policy_")}, // every agent has one (agent.policy.updated names it)
+		policyID:    names.NewID("policy_"), // every agent has one (agent.policy.updated names it)
 	}
 	s.addAccountLocked(a)
+	s.setPoliciesLocked(a.id, a.policyID, rules.Closed(), nil)
 	owner.acct.agents = append(owner.acct.agents, a)
 	s.mu.Unlock()
 	k, err := s.IssueKey(a.id, confpay.NetworkTest, "agent")

@@ -162,6 +162,7 @@ func TestHTTPDocRuns(t *testing.T) {
 	srv := fakeserver.New(t)
 	var alice struct {
 		TestKey       string `json:"test_key"`
+		LiveKey       string `json:"live_key"`
 		DecryptionKey string `json:"decryption_key"`
 		PublicKey     string `json:"public_key"`
 	}
@@ -248,6 +249,10 @@ func TestHTTPDocRuns(t *testing.T) {
 		for i := 0; i+1 < len(c.headers); i += 2 {
 			if c.headers[i] == "$AUTH" || c.headers[i] == "Authorization" {
 				key = alice.TestKey
+				continue
+			}
+			if c.headers[i] == "$LIVE_AUTH" {
+				key = alice.LiveKey
 				continue
 			}
 			headers = append(headers, c.headers[i], c.headers[i+1])

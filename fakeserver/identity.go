@@ -23,8 +23,8 @@ import (
 // Identities: accounts (people, businesses and agents), their API keys,
 // KYC, lookups by id, handle or address, and authentication. Identities
 // and keys are shared by both networks; all of it is guarded by s.mu. An
-// agent's policy value is policy.go; what it spends and has held, per
-// network, is held.go.
+// agent's policy on each network is policy.go; what it spends and has
+// held, per network, is held.go.
 
 // account is an identity: a person, a business or an agent. Identities are
 // shared by both networks.
@@ -46,7 +46,7 @@ type account struct {
 	owner       *account
 	agentName   string
 	agentStatus confpay.AgentStatus
-	policy      *policy // policy.go
+	policyID    string // its spend policy's id, the same on both networks (policy.go)
 
 	// Owners only: their agents in creation order.
 	agents []*account
@@ -91,12 +91,7 @@ func (a *account) kycOK() bool {
 
 // spendPolicyID is the id of an agent's spend policy, "" for an account
 // that has none.
-func (a *account) spendPolicyID() string {
-	if a.policy == nil {
-		return ""
-	}
-	return a.policy.id
-}
+func (a *account) spendPolicyID() string { return a.policyID }
 
 // apiKey is a bearer key. Only its SHA-256 is kept.
 type apiKey struct {
@@ -359,13 +354,14 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 
 // ---- agents ----
 
-// createAgentLocked creates owner's agent name with policy pr: the one
+// createAgentLocked creates owner's agent name with policy pr on network
+// on (on every network when on is nil; see setPoliciesLocked): the one
 // path of POST /v1/accounts/me/agents, CreateAgent and seeds. Its checks,
 // in order: the owner is no agent (403), its KYC is complete (403), the
 // name is valid (400), then policyErr (pr's parse error, if any), then the
 // name is free (409), then the owner has fewer agents than the bound
 // (409 agent_limit_reached).
-func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy, policyErr *apiError) (*account, *apiError) {
+func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy, policyErr *apiError, on *network) (*account, *apiError) {
 	if owner.isAgent() {
 		return nil, newError(http.StatusForbidden, confpay.CodeNotAgentOwner, "an agent cannot own agents")
 	}
@@ -396,9 +392,10 @@ func (s *Server) createAgentLocked(owner *account, name string, pr *rules.Policy
 		owner:       owner,
 		agentName:   name,
 		agentStatus: confpay.AgentActive,
-		policy:      &policy{id: names.NewID("policy_"), rules: pr, updatedAt: now},
+		policyID:    names.NewID("policy_"),
 	}
 	s.addAccountLocked(a)
+	s.setPoliciesLocked(a.id, a.policyID, pr, on)
 	owner.agents = append(owner.agents, a)
 	return a, nil
 }

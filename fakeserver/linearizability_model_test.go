@@ -61,16 +61,76 @@ var (
 // the default rate of 3000 USDG per ETH.
 const ethMicroUSDG = 3000
 
-// mPolicy is an agent's spend policy in micro-USDG.
+// mPolicy is an agent's spend policy on one network, in micro-USDG. The
+// zero value is the policy that allows nothing (both limits 0, USDG only):
+// an agent's policy on the network other than the one it was created on,
+// until a key of that network sets both limits.
 type mPolicy struct {
 	daily, perTx, threshold int64
 	hasThreshold            bool
 	eth                     bool // ETH allowed besides USDG
 }
 
-var mPolicies = map[int]mPolicy{
-	mAliceBot: {daily: 50_000000, perTx: 20_000000, threshold: 5_000000, hasThreshold: true, eth: true},
-	mBobBot:   {daily: 25_000000, perTx: 10_000000},
+// mCreated are the agents' policies as created over /v1: @alice/bot by
+// @alice's test key, @bob/bot by @bob's live key. The other network's
+// starts as the zero mPolicy; the harness sets it for some histories
+// (mOtherNet), and the histories change both with PATCHes (opPolicy).
+var mCreated = map[int]struct {
+	net int
+	p   mPolicy
+}{
+	mAliceBot: {mTest, mPolicy{daily: 50_000000, perTx: 20_000000, threshold: 5_000000, hasThreshold: true, eth: true}},
+	mBobBot:   {mLive, mPolicy{daily: 25_000000, perTx: 10_000000}},
+}
+
+// mOtherNet are the policies the harness sets, in some histories, on the
+// network each agent was not created on.
+var mOtherNet = map[int]mPolicy{
+	mAliceBot: {daily: 30_000000, perTx: 12_000000, threshold: 8_000000, hasThreshold: true},
+	mBobBot:   {daily: 40_000000, perTx: 15_000000, eth: true},
+}
+
+// isAgent reports whether model account a is an agent.
+func isAgent(a int) bool { return a >= 0 && mOwner[a] >= 0 }
+
+// mPatch is a PATCH of a spend policy: the fields it sends.
+type mPatch struct {
+	daily, perTx, threshold   int64 // sent when > 0 (threshold: when setThreshold)
+	setThreshold, noThreshold bool
+	setAssets, eth            bool
+}
+
+// apply merges patch q into p as the server does, validating the merged
+// result: both limits set (not 0), per-transaction at most daily (naming
+// the field sent when only one was). It answers the new policy, or the
+// param of a 400 invalid_policy.
+func (q mPatch) apply(p mPolicy) (mPolicy, string) {
+	if q.daily > 0 {
+		p.daily = q.daily
+	}
+	if q.perTx > 0 {
+		p.perTx = q.perTx
+	}
+	switch {
+	case q.setThreshold:
+		p.threshold, p.hasThreshold = q.threshold, true
+	case q.noThreshold:
+		p.threshold, p.hasThreshold = 0, false
+	}
+	if q.setAssets {
+		p.eth = q.eth
+	}
+	switch {
+	case p.daily == 0:
+		return mPolicy{}, "daily_limit_usdg"
+	case p.perTx == 0:
+		return mPolicy{}, "per_transaction_limit_usdg"
+	case p.perTx > p.daily && q.daily > 0 && q.perTx == 0:
+		return mPolicy{}, "daily_limit_usdg"
+	case p.perTx > p.daily:
+		return mPolicy{}, "per_transaction_limit_usdg"
+	}
+	return p, ""
 }
 
 const (
@@ -126,12 +186,13 @@ type mIdem struct {
 // dense indices (-1: none); at is a timestamp as an offset from the
 // server's start.
 type mAnswer struct {
-	status     int
-	code, rule string
-	tr, held   int32
-	at         int64
-	tstatus    string
-	count      int
+	status            int
+	code, rule, param string
+	tr, held          int32
+	at                int64
+	tstatus           string
+	count             int
+	pol               mPolicy // a policy answer's figures
 }
 
 // mState is the model's state. Arrays are copied by value; a slice is
@@ -139,6 +200,7 @@ type mAnswer struct {
 type mState struct {
 	now     int64
 	bal     [mAccounts][mNetworks][mAssets]mBalance
+	pol     [mAccounts][mNetworks]mPolicy // agents' spend policies, per network
 	revoked uint64
 	tr      []mTransfer
 	held    []mHeld
@@ -156,10 +218,11 @@ const (
 	opAdvance
 	opFault
 	opRevoke
+	opPolicy
 )
 
 var opNames = map[int]string{opPay: "pay", opApprove: "approve", opReject: "reject", opGet: "get",
-	opFail: "fail", opSettle: "settle", opAdvance: "advance", opFault: "fault", opRevoke: "revoke"}
+	opFail: "fail", opSettle: "settle", opAdvance: "advance", opFault: "fault", opRevoke: "revoke", opPolicy: "policy"}
 
 // mInput is an operation as called. acct and net are the API key's; key
 // is the key's dense index (for revocation).
@@ -174,9 +237,11 @@ type mInput struct {
 	asset     int
 	units     int64
 	conf      bool
-	tr, held  int32 // the transfer or held payment the call names (-1: unknown id)
-	d         int64 // advance
-	retried   bool  // the client resent it after a transport error or an injected fault
+	tr, held  int32  // the transfer or held payment the call names (-1: unknown id)
+	d         int64  // advance
+	retried   bool   // the client resent it after a transport error or an injected fault
+	agent     int    // the agent whose policy a PATCH changes
+	patch     mPatch // what it sends
 
 	// The raw ids and key the call named, numbered into tr, held and
 	// idem once the history is recorded.
@@ -299,6 +364,9 @@ func (m modelConfig) step(s *mState, in *mInput, out *mOutput) (bool, *mState) {
 		want := m.get(s, in)
 		return out.ans == want && !out.replayed, s
 	}
+	if in.kind == opPolicy {
+		return m.policy(&ns, in, out)
+	}
 	if in.idem >= 0 {
 		if rec := s.idem[in.idem]; rec.used && s.now-rec.at < idemTTL {
 			if rec.sig != in.sig {
@@ -349,7 +417,8 @@ func (m modelConfig) pay(s *mState, in *mInput, out *mOutput) (ok bool, next *mS
 		return refuse(422, "recipient_not_confidential_ready", "")
 	}
 	eq := equivalent(in.asset, in.units)
-	if p, agent := mPolicies[from]; agent {
+	if isAgent(from) {
+		p := s.pol[from][n] // the payment's network's policy only
 		switch {
 		case in.asset == mETH && !p.eth:
 			return refuse(403, "policy_violation", "asset_not_allowed")
@@ -397,9 +466,8 @@ func (m modelConfig) submit(s *mState, out *mOutput, status, n, from, to, asset 
 		return false
 	}
 	s.cloneTr()
-	_, agent := mPolicies[from]
 	s.tr[t] = mTransfer{status: sPending, net: int8(n), from: int8(from), to: int8(to), asset: int8(asset),
-		units: units, eq: eq, at: s.now, agent: agent}
+		units: units, eq: eq, at: s.now, agent: isAgent(from)}
 	if m.mutant != "forget reservation" {
 		s.bal[from][n][asset].reserved += units
 	}
@@ -437,7 +505,7 @@ func (m modelConfig) decide(s *mState, in *mInput, out *mOutput) (ok bool, next 
 		s.held[hi].status = hRejected
 		return true, s, true
 	}
-	p := mPolicies[int(h.agent)]
+	p := s.pol[h.agent][in.net] // the held payment's network's policy, in force now
 	switch {
 	case h.asset == mETH && !p.eth:
 		return refuse(403, "policy_violation", "asset_not_allowed")
@@ -457,6 +525,29 @@ func (m modelConfig) decide(s *mState, in *mInput, out *mOutput) (ok bool, next 
 	s.cloneHeld()
 	s.held[hi].status = hApproved
 	return true, s, true
+}
+
+// policy is PATCH /v1/agents/{id}/spend-policy by the key's account: it
+// changes the agent's policy on the key's network only, validated as the
+// merged result, and answers the whole policy.
+func (m modelConfig) policy(s *mState, in *mInput, out *mOutput) (bool, *mState) {
+	if out.replayed {
+		return false, s
+	}
+	if mOwner[in.agent] != in.acct {
+		return out.ans == refusal(403, "not_agent_owner", ""), s
+	}
+	p, param := in.patch.apply(s.pol[in.agent][in.net])
+	if param != "" {
+		want := refusal(400, "invalid_policy", "")
+		want.param = param
+		return out.ans == want, s
+	}
+	if out.ans != (mAnswer{status: 200, tr: -1, held: -1, pol: p}) {
+		return false, s
+	}
+	s.pol[in.agent][in.net] = p
+	return true, s
 }
 
 // get is GET /v1/transfers/{id}: visible to its sender, its recipient and
@@ -502,7 +593,7 @@ func (s *mState) failTransfer(i int) {
 }
 
 func (s *mState) equal(o *mState) bool {
-	return s.now == o.now && s.bal == o.bal && s.revoked == o.revoked &&
+	return s.now == o.now && s.bal == o.bal && s.pol == o.pol && s.revoked == o.revoked &&
 		slices.Equal(s.tr, o.tr) && slices.Equal(s.held, o.held) && slices.Equal(s.idem, o.idem)
 }
 
@@ -522,15 +613,21 @@ func (s *mState) hash() uint64 {
 			used = used*41 + 1
 		}
 	}
+	for _, a := range s.pol {
+		for _, p := range a {
+			used = used*43 + uint64(p.daily) ^ uint64(p.perTx)<<1 ^ uint64(p.threshold)<<2
+		}
+	}
 	return h.Sum64() ^ used
 }
 
-// porcupine returns the model for a history with the given table sizes
-// and initial balances.
-func (m modelConfig) porcupine(nTr, nHeld, nIdem int, funded [mAccounts][mNetworks][mAssets]int64) porcupine.Model {
+// porcupine returns the model for a history with the given table sizes,
+// initial balances and initial policies.
+func (m modelConfig) porcupine(nTr, nHeld, nIdem int, funded [mAccounts][mNetworks][mAssets]int64, pol [mAccounts][mNetworks]mPolicy) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any {
 			s := m.init(nTr, nHeld, nIdem)
+			s.pol = pol
 			for a := range funded {
 				for n := range funded[a] {
 					for x := range funded[a][n] {

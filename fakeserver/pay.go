@@ -95,7 +95,7 @@ func (s *Server) pay(k *apiKey, p *payment, failAtConfirm bool) (int, any, error
 }
 
 // approve is the owner's approval of held payment id, by key k. It re-checks
-// the payment against the policy in force now (asset, recipient,
+// the payment against its network's policy in force now (asset, recipient,
 // per-transaction limit, daily limit, balance; and the agent's KYC status,
 // as for any transfer) and submits it at once. A failed check answers that
 // check's error and the payment stays held.
@@ -390,12 +390,14 @@ func recipientOf(p *payment) rules.Recipient {
 }
 
 // judgeLocked gathers the facts of an agent's payment on n and judges it
-// under the agent's policy in force now. It returns the outcome and the
-// payment's USDG equivalent in micro-USDG. mode is rules.Payment for the
-// agent paying and rules.Approval for the owner's approval re-check.
+// under the agent's policy on n in force now (never the other network's).
+// It returns the outcome and the payment's USDG equivalent in
+// micro-USDG. mode is rules.Payment for the agent paying and
+// rules.Approval for the owner's approval re-check.
 func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Outcome, int64, *apiError) {
 	agent := p.from
-	if agent.policy == nil {
+	pol := n.policyOf(agent.id)
+	if pol == nil {
 		return 0, 0, newError(http.StatusInternalServerError, confpay.CodeInternal, "the agent has no spend policy")
 	}
 	amount, err := s.assets.equivalent(p.asset, p.units)
@@ -412,7 +414,7 @@ func (s *Server) judgeLocked(n *network, p *payment, mode rules.Mode) (rules.Out
 		Spent:  n.held.window(agent).total(now),
 		Funded: n.ledger.Available(agent.id, p.asset).Cmp(p.units) >= 0,
 	}
-	return agent.policy.rules.Judge(&f, mode), amount, nil
+	return pol.rules.Judge(&f, mode), amount, nil
 }
 
 // refusal is the error answer of a refusing outcome.

@@ -69,6 +69,13 @@ type dirtySet struct {
 	keys      map[*apiKey]struct{} // lazy when only usage changed
 	transfers map[*transfer]*network
 	held      map[*heldTx]*network
+	policies  map[policyKey]struct{}
+}
+
+// policyKey names an agent's policy on a network.
+type policyKey struct {
+	n     *network
+	agent string
 }
 
 func (s *Server) persisting() bool { return s.jr != nil }
@@ -110,6 +117,17 @@ func (s *Server) markTransfer(n *network, t *transfer) {
 	s.dirty.any = true
 }
 
+func (s *Server) markPolicy(n *network, agentID string) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.policies == nil {
+		s.dirty.policies = map[policyKey]struct{}{}
+	}
+	s.dirty.policies[policyKey{n, agentID}] = struct{}{}
+	s.dirty.any = true
+}
+
 func (s *Server) markHeld(n *network, h *heldTx) {
 	if s.jr == nil {
 		return
@@ -142,6 +160,7 @@ type batch struct {
 	Books     []bookRec      `json:"books,omitempty"`
 	Transfers []transferRec  `json:"transfers,omitempty"`
 	Held      []heldRec      `json:"held,omitempty"`
+	Policies  []policyRec    `json:"policies,omitempty"`
 	Assets    []Asset        `json:"assets,omitempty"`
 }
 
@@ -158,18 +177,22 @@ type accountRec struct {
 	Owner     string              `json:"owner,omitempty"`
 	AgentName string              `json:"agent_name,omitempty"`
 	Status    confpay.AgentStatus `json:"agent_status,omitempty"`
-	Policy    *policyRec          `json:"policy,omitempty"`
+	PolicyID  string              `json:"policy_id,omitempty"`
 }
 
+// policyRec is an agent's spend policy on one network; limits 0 and 0 is
+// rules.Closed (no key of the network has set it yet).
 type policyRec struct {
-	ID         string    `json:"id"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	Daily      int64     `json:"daily"`
-	PerTx      int64     `json:"per_tx"`
-	Recipients []string  `json:"recipients"`
-	Assets     []string  `json:"assets"`
-	Hours      string    `json:"hours"`
-	Threshold  int64     `json:"threshold"` // -1: none
+	Network    confpay.Network `json:"n"`
+	Agent      string          `json:"agent"`
+	ID         string          `json:"id"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	Daily      int64           `json:"daily"`
+	PerTx      int64           `json:"per_tx"`
+	Recipients []string        `json:"recipients"`
+	Assets     []string        `json:"assets"`
+	Hours      string          `json:"hours"`
+	Threshold  int64           `json:"threshold"` // -1: none
 }
 
 type keyRec struct {
@@ -251,15 +274,28 @@ func accountRecOf(a *account) accountRec {
 	if a.owner != nil {
 		r.Owner = a.owner.id
 	}
-	if p := a.policy; p != nil {
-		th, ok := p.rules.Threshold()
-		if !ok {
-			th = -1
-		}
-		r.Policy = &policyRec{ID: p.id, UpdatedAt: p.updatedAt, Daily: p.rules.DailyLimit(), PerTx: p.rules.PerTransactionLimit(),
-			Recipients: p.rules.Recipients(), Assets: p.rules.Assets(), Hours: p.rules.ActiveHours().String(), Threshold: th}
-	}
+	r.PolicyID = a.policyID
 	return r
+}
+
+func policyRecOf(n *network, agentID string, p *policy) policyRec {
+	th, ok := p.rules.Threshold()
+	if !ok {
+		th = -1
+	}
+	return policyRec{Network: n.name, Agent: agentID, ID: p.id, UpdatedAt: p.updatedAt, Daily: p.rules.DailyLimit(), PerTx: p.rules.PerTransactionLimit(),
+		Recipients: p.rules.Recipients(), Assets: p.rules.Assets(), Hours: p.rules.ActiveHours().String(), Threshold: th}
+}
+
+func (r *policyRec) policy() (*policy, error) {
+	pr := rules.Closed()
+	if r.Daily != 0 || r.PerTx != 0 {
+		var err error
+		if pr, err = rules.New(r.Daily, r.PerTx, r.Recipients, r.Assets, r.Hours, r.Threshold); err != nil {
+			return nil, err
+		}
+	}
+	return &policy{id: r.ID, rules: pr, updatedAt: r.UpdatedAt}, nil
 }
 
 func keyRecOf(k *apiKey) keyRec {
@@ -351,6 +387,11 @@ func (s *Server) flushLocked() {
 	for h, n := range d.held {
 		b.Held = append(b.Held, heldRecOf(n, h))
 	}
+	for k := range d.policies {
+		if p := k.n.policies[k.agent]; p != nil && s.accounts[k.agent] != nil {
+			b.Policies = append(b.Policies, policyRecOf(k.n, k.agent, p))
+		}
+	}
 	if d.reset {
 		b.Assets = s.assets.list()
 	}
@@ -392,8 +433,9 @@ func (s *Server) snapshotLocked(emit func([]byte)) {
 	const chunk = 512
 	b := &batch{}
 	flush := func(force bool) {
-		if force || len(b.Accounts)+len(b.Keys)+len(b.Books)+len(b.Transfers)+len(b.Held) >= chunk {
-			if len(b.Accounts)+len(b.Keys)+len(b.Books)+len(b.Transfers)+len(b.Held) > 0 {
+		size := len(b.Accounts) + len(b.Keys) + len(b.Books) + len(b.Transfers) + len(b.Held) + len(b.Policies)
+		if force || size >= chunk {
+			if size > 0 {
 				b.Now, b.Seq, b.HeldSeq = head.Now, head.Seq, head.HeldSeq
 				enc(b)
 			}
@@ -420,6 +462,15 @@ func (s *Server) snapshotLocked(emit func([]byte)) {
 	}
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		n := s.nets[name]
+		ids := make([]string, 0, len(n.policies))
+		for id := range n.policies {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			b.Policies = append(b.Policies, policyRecOf(n, id, n.policies[id]))
+			flush(false)
+		}
 		for _, id := range n.ledger.Accounts() {
 			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: n.ledger.Rows(id)})
 			flush(false)
@@ -458,13 +509,15 @@ type loaded struct {
 	books     map[confpay.Network]map[string][]ledger.Row
 	transfers map[confpay.Network]map[string]transferRec
 	held      map[confpay.Network]map[string]heldRec
+	policies  map[confpay.Network]map[string]policyRec
 }
 
 func newLoaded() *loaded {
 	return &loaded{accounts: map[string]accountRec{}, keys: map[string]keyRec{},
 		books:     map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
 		transfers: map[confpay.Network]map[string]transferRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		held:      map[confpay.Network]map[string]heldRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}}
+		held:      map[confpay.Network]map[string]heldRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
+		policies:  map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}}
 }
 
 func validNet(n confpay.Network) bool { return n == confpay.NetworkTest || n == confpay.NetworkLive }
@@ -477,7 +530,7 @@ func (l *loaded) apply(p []byte) error {
 	}
 	if b.Reset {
 		fresh := newLoaded()
-		l.accounts, l.keys, l.books, l.transfers, l.held = fresh.accounts, fresh.keys, fresh.books, fresh.transfers, fresh.held
+		l.accounts, l.keys, l.books, l.transfers, l.held, l.policies = fresh.accounts, fresh.keys, fresh.books, fresh.transfers, fresh.held, fresh.policies
 	}
 	if b.Assets != nil {
 		l.assets = b.Assets
@@ -500,6 +553,12 @@ func (l *loaded) apply(p []byte) error {
 			return fmt.Errorf("a transfer names network %q", r.Network)
 		}
 		l.transfers[r.Network][r.ID] = r
+	}
+	for _, r := range b.Policies {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a policy names network %q", r.Network)
+		}
+		l.policies[r.Network][r.Agent] = r
 	}
 	for _, r := range b.Held {
 		if !validNet(r.Network) {
@@ -544,18 +603,22 @@ func (s *Server) installLocked(l *loaded) error {
 		}
 		if r.Owner != "" {
 			o := s.accounts[r.Owner]
-			if o == nil || o.isAgent() || r.Policy == nil {
+			if o == nil || o.isAgent() || r.PolicyID == "" {
 				return bad("agent", r.ID)
 			}
-			a.owner = o
+			a.owner, a.policyID = o, r.PolicyID
 			o.agents = append(o.agents, a)
-		}
-		if p := r.Policy; p != nil {
-			pr, err := rules.New(p.Daily, p.PerTx, p.Recipients, p.Assets, p.Hours, p.Threshold)
-			if err != nil {
-				return fmt.Errorf("agent %s's policy: %w", r.ID, err)
+			for _, n := range s.nets {
+				pr, ok := l.policies[n.name][a.id]
+				if !ok {
+					return fmt.Errorf("agent %s has no policy on %s", a.id, n.name)
+				}
+				p, err := pr.policy()
+				if err != nil {
+					return fmt.Errorf("agent %s's policy on %s: %w", a.id, n.name, err)
+				}
+				n.policies[a.id] = p
 			}
-			a.policy = &policy{id: p.ID, rules: pr, updatedAt: p.UpdatedAt}
 		}
 		if _, dup := s.byHandle[strings.ToLower(a.handle)]; dup {
 			return bad("account", r.ID)

@@ -66,7 +66,7 @@ type SeedAgent struct {
 	// Name is the agent's name: its handle is Owner's handle, "/", Name.
 	Name string `json:"name"`
 	// SpendPolicy is the spend_policy object of POST
-	// /v1/accounts/me/agents, as JSON:
+	// /v1/accounts/me/agents, as JSON, set on both networks:
 	//
 	//	json.RawMessage(`{"daily_limit_usdg": 500, "per_transaction_limit_usdg": 100}`)
 	SpendPolicy json.RawMessage `json:"spend_policy"`
@@ -138,7 +138,8 @@ type AgentInfo struct {
 	PublicKey string              `json:"public_key"`
 	Status    confpay.AgentStatus `json:"status"`
 	// SpendPolicy is the policy as GET /v1/agents/{id}/spend-policy
-	// shows it.
+	// shows it when the agent was made: a seed and CreateAgent set it on
+	// both networks (Server.Policy reads one network's later).
 	SpendPolicy *confpay.SpendPolicy `json:"spend_policy"`
 	// TestKey and LiveKey are the agent's first key on each network; empty
 	// when it has none there.
@@ -314,7 +315,7 @@ func (s *Server) createAgent(owner, name string, policy json.RawMessage, keys []
 	if err != nil {
 		return nil, errNotFound("owner " + owner + " is no account").withParam("owner")
 	}
-	a, apiErr := s.createAgentLocked(o, name, pr, policyErr)
+	a, apiErr := s.createAgentLocked(o, name, pr, policyErr, nil) // both networks
 	if apiErr != nil {
 		return nil, apiErr
 	}
@@ -328,7 +329,7 @@ func (s *Server) keyAgentLocked(a *account, keys []SeedKey) *AgentInfo {
 	}
 	info := &AgentInfo{
 		AccountID: a.id, Handle: a.handle, Name: a.agentName, OwnerID: a.owner.id, PublicKey: a.address.Hex(),
-		Status: a.agentStatus, SpendPolicy: a.policy.view(), Keys: []NewKey{},
+		Status: a.agentStatus, SpendPolicy: s.nets[confpay.NetworkTest].policyOf(a.id).view(), Keys: []NewKey{},
 	}
 	for _, k := range keys {
 		name := k.Name
@@ -539,7 +540,7 @@ func (s *Server) applySeedLocked(seed *Seed, plan *seedPlan) (out *Seeded, err e
 		if owner < 0 {
 			return nil, &SeedError{Field: prefix + "owner", Problem: "must be the handle of an account of the seed"}
 		}
-		agent, apiErr := s.createAgentLocked(accts[owner], a.Name, plan.agents[i], nil)
+		agent, apiErr := s.createAgentLocked(accts[owner], a.Name, plan.agents[i], nil, nil) // both networks
 		if apiErr != nil {
 			return nil, seedErr(apiErr, prefix, prefix+"owner")
 		}
@@ -562,8 +563,11 @@ func (s *Server) applySeedLocked(seed *Seed, plan *seedPlan) (out *Seeded, err e
 
 // forgetAccountLocked undoes the creation of an account or agent that
 // nothing else refers to yet: its keys, its names, its place in its
-// owner's list.
+// owner's list, its policies.
 func (s *Server) forgetAccountLocked(a *account) {
+	for _, n := range s.nets {
+		delete(n.policies, a.id)
+	}
 	for h, k := range s.keys {
 		if k.acct == a {
 			delete(s.keys, h)

@@ -28,7 +28,7 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // Locking (a maintainer's note, kept out of go doc: users need none of it).
 //
 // s.mu guards every piece of domain state: accounts, keys, both networks'
-// ledgers, transfers, agents and held payments. A domain operation (pay.go
+// ledgers, transfers, agents, spend policies and held payments. A domain operation (pay.go
 // for the money path; the direct API; the few queries of the handlers'
 // operations) takes s.mu once, decides and mutates, and lets go;
 // check-and-reserve is always one critical section. Webhooks
@@ -102,15 +102,19 @@ type Server struct {
 	closeOnce sync.Once
 }
 
-// network is the per-network half of the state: everything that moves or
-// records money. Identities (accounts, agents, policies) are shared.
+// network is the per-network half of the state: everything that moves,
+// records or governs money. Identities (accounts, agents, keys) are
+// shared.
 type network struct {
 	name    confpay.Network
 	chainID uint64
 
 	ledger    *ledger.Ledger
 	transfers transferBook // transfers.go
-	held      heldBook     // agents.go
+	held      heldBook     // held.go
+	// policies are the agents' spend policies on the network, by agent
+	// account id (policy.go).
+	policies map[string]*policy
 }
 
 // Option configures a Server.
@@ -477,6 +481,7 @@ func (s *Server) resetLocked() {
 		n.ledger = ledger.New()
 		n.transfers.init()
 		n.held.init()
+		n.policies = map[string]*policy{}
 	}
 	s.faults.reset()
 	s.idempotent.Reset()

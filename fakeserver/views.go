@@ -161,15 +161,15 @@ func (s *Server) agentsOf(owner *account) *confpay.AgentList {
 	return l
 }
 
-// agentPolicy is the policy of owner's agent agentID.
-func (s *Server) agentPolicy(owner *account, agentID string) (*confpay.SpendPolicy, *apiError) {
+// agentPolicy is the policy on n of owner's agent agentID.
+func (s *Server) agentPolicy(n *network, owner *account, agentID string) (*confpay.SpendPolicy, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, apiErr := s.ownedAgentLocked(owner, agentID)
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	return a.policy.view(), nil
+	return n.policyOf(a.id).view(), nil
 }
 
 // transferFor is transfer id on n as acct sees it (sender, recipient, or

@@ -135,7 +135,11 @@ func (a *app) agentsCreateCmd() *cobra.Command {
 		Long: `Create an agent: a wallet of its own, paying under a spend policy you set.
 --daily-limit and --per-payment-limit are required; payments above
 --approval-threshold wait for your approval (confpay approvals list).
-The agent's handle is @you/NAME; give it an API key from the dashboard.`,
+The agent's handle is @you/NAME; give it an API key from the dashboard.
+Spend policies are per network: the policy is set on your key's network;
+on the other network the agent may pay nothing until a key of that network
+sets its policy (confpay agents policy set NAME --daily-limit N
+--per-payment-limit N).`,
 		Args:    exactArgs("NAME"),
 		Example: "  confpay agents create buyer --daily-limit 500 --per-payment-limit 200 \\\n      --approval-threshold 50 --allow @cloudshop --active-hours 08:00-20:00",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,12 +161,15 @@ The agent's handle is @you/NAME; give it an API key from the dashboard.`,
 			if a.jsonOut {
 				return a.printJSON(ag)
 			}
+			other := otherNetwork(c)
 			return a.fields(
 				[2]string{"Agent", clean(ag.AccountID)},
 				[2]string{"Handle", clean(ag.Handle)},
 				[2]string{"Status", a.status(string(ag.Status))},
 				[2]string{"Address", clean(ag.PublicKey)},
 				[2]string{"Policy", clean(ag.SpendPolicyID)},
+				[2]string{"Network", networkLine(c) + ": the policy is set here"},
+				[2]string{"On " + string(other), "no policy yet: the agent may pay nothing there until a " + string(other) + " key sets both limits"},
 			)
 		},
 	}
@@ -192,7 +199,7 @@ func (a *app) resolveAgent(ctx context.Context, c *confpay.Client, ref string) (
 func (a *app) policyGetCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "get AGENT",
-		Short:   "Show an agent's spend policy (AGENT: id, @owner/name or name)",
+		Short:   "Show an agent's spend policy on your key's network (AGENT: id, @owner/name or name)",
 		Args:    exactArgs("AGENT"),
 		Example: "  confpay agents policy get buyer\n  confpay agents policy get acct_0123456789abcdefghij --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -208,7 +215,7 @@ func (a *app) policyGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printPolicy(p)
+			return a.printPolicy(c, p)
 		},
 	}
 }
@@ -217,8 +224,12 @@ func (a *app) policySetCmd() *cobra.Command {
 	var pf policyFlags
 	cmd := &cobra.Command{
 		Use:   "set AGENT",
-		Short: "Change an agent's spend policy: only the flags given change",
-		Args:  exactArgs("AGENT"),
+		Short: "Change an agent's spend policy on your key's network: only the flags given change",
+		Long: `Change an agent's spend policy on your key's network; the other network's
+policy is untouched (spend policies are per network). Only the flags given
+change. Where the policy was never set on this network (it allows nothing),
+give both --daily-limit and --per-payment-limit.`,
+		Args: exactArgs("AGENT"),
 		Example: `  confpay agents policy set buyer --daily-limit 800
   confpay agents policy set buyer --allow @cloudshop,api.market --assets USDG,ETH
   confpay agents policy set buyer --any-recipient --no-approval-threshold`,
@@ -242,14 +253,15 @@ func (a *app) policySetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printPolicy(p)
+			return a.printPolicy(c, p)
 		},
 	}
 	pf.add(cmd, true)
 	return cmd
 }
 
-func (a *app) printPolicy(p *confpay.SpendPolicy) error {
+// printPolicy shows a policy, which is the one on c's network.
+func (a *app) printPolicy(c *confpay.Client, p *confpay.SpendPolicy) error {
 	if a.jsonOut {
 		return a.printJSON(p)
 	}
@@ -261,8 +273,15 @@ func (a *app) printPolicy(p *confpay.SpendPolicy) error {
 	if p.HITLThresholdUSDG != nil {
 		threshold = p.HITLThresholdUSDG.String() + " USDG"
 	}
-	return a.fields(
-		[2]string{"Policy", clean(p.PolicyID)},
+	rows := [][2]string{
+		{"Policy", clean(p.PolicyID)},
+		{"Network", networkLine(c)},
+	}
+	if p.DailyLimitUSDG.IsZero() && p.PerTransactionLimitUSDG.IsZero() {
+		rows = append(rows, [2]string{"Not set", "the agent may pay nothing on " + string(c.Network()) +
+			" until policy set gives --daily-limit and --per-payment-limit with a " + string(c.Network()) + " key"})
+	}
+	return a.fields(append(rows,
 		[2]string{"Daily limit", p.DailyLimitUSDG.String() + " USDG"},
 		[2]string{"Per payment", p.PerTransactionLimitUSDG.String() + " USDG"},
 		[2]string{"Approval above", threshold},
@@ -270,7 +289,15 @@ func (a *app) printPolicy(p *confpay.SpendPolicy) error {
 		[2]string{"Assets", clean(strings.Join(p.Assets, ", "))},
 		[2]string{"Active hours", clean(p.ActiveHours) + " UTC"},
 		[2]string{"Updated", fmtTime(p.UpdatedAt)},
-	)
+	)...)
+}
+
+// otherNetwork is the network c's key does not select.
+func otherNetwork(c *confpay.Client) confpay.Network {
+	if c.Network() == confpay.NetworkLive {
+		return confpay.NetworkTest
+	}
+	return confpay.NetworkLive
 }
 
 func (a *app) approvalsCmd() *cobra.Command {

@@ -268,6 +268,35 @@ func TestAgents(t *testing.T) {
 	}
 }
 
+// TestAgentPolicyPerNetwork: policy get and set act on the key's network
+// and say which; an agent made with a test key may pay nothing on live
+// until a live key sets both limits.
+func TestAgentPolicyPerNetwork(t *testing.T) {
+	t.Parallel()
+	f, _, _ := agentFixture(t)
+	live := map[string]string{envAPIKey: f.alice.LiveKey.Reveal(), envBaseURL: f.srv.URL()}
+	golden(t, "policy_get_unset", f.ok(live, "agents", "policy", "get", "buyer"))
+
+	r := f.run(live, "agents", "policy", "set", "buyer", "--daily-limit", "50")
+	if r.code != exitError || !strings.Contains(r.stderr, "invalid_policy") || !strings.Contains(r.stderr, "per_transaction_limit_usdg") || r.stdout != "" {
+		t.Errorf("live set of one limit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	out := f.ok(live, "agents", "policy", "set", "buyer", "--daily-limit", "50", "--per-payment-limit", "20")
+	if !strings.Contains(out, "Network         live (chain 4663)") || !strings.Contains(out, "Daily limit     50 USDG") || strings.Contains(out, "Not set") {
+		t.Errorf("live set of both limits:\n%s", out)
+	}
+	var p confpay.SpendPolicy
+	decodeStrict(t, f.ok(f.as(f.alice, false), "agents", "policy", "get", "buyer", "--json"), &p)
+	if p.DailyLimitUSDG.String() != "500" || p.PerTransactionLimitUSDG.String() != "200" {
+		t.Errorf("the live set changed the test policy: %+v", p)
+	}
+
+	out = f.ok(f.as(f.alice, false), "agents", "create", "seller", "--daily-limit", "5", "--per-payment-limit", "1")
+	if !strings.Contains(out, "Network  test (chain 46630): the policy is set here") || !strings.Contains(out, "On live  no policy yet") {
+		t.Errorf("agents create:\n%s", out)
+	}
+}
+
 func TestApprovals(t *testing.T) {
 	t.Parallel()
 	f, _, atx := agentFixture(t)

@@ -309,3 +309,45 @@ func TestBodyMustBeAnObject(t *testing.T) {
 		t.Errorf("Patch of {} in JSON white space: %v", err)
 	}
 }
+
+// TestClosed: the policy of a network where none was set allows nothing,
+// and a change of it must set both limits (the merged result is
+// validated).
+func TestClosed(t *testing.T) {
+	c := Closed()
+	if c.DailyLimit() != 0 || c.PerTransactionLimit() != 0 || c.Recipients() != nil ||
+		!slices.Equal(c.Assets(), []string{"USDG"}) || c.ActiveHours() != AllDay {
+		t.Fatalf("Closed() = %+v", c)
+	}
+	if _, ok := c.Threshold(); ok {
+		t.Error("Closed() holds payments")
+	}
+	smallest := Facts{Active: true, Asset: "USDG", Amount: 1, To: Recipient{Handle: "@bob"}, Now: noon, Funded: true}
+	for _, mode := range []Mode{Payment, Approval} {
+		if o := c.Judge(&smallest, mode); o != PerTransactionLimit {
+			t.Errorf("Closed judges 1 micro-USDG (mode %v): %v, want per_transaction_limit", mode, o)
+		}
+	}
+	for body, field := range map[string]string{
+		`{"daily_limit_usdg": 200}`:          FieldPerTransactionLimit,
+		`{"per_transaction_limit_usdg": 20}`: FieldDailyLimit,
+		`{"assets": ["USDG", "ETH"]}`:        FieldDailyLimit,
+		`{}`:                                 FieldDailyLimit,
+		`{"daily_limit_usdg": 0}`:            FieldDailyLimit,
+		`{"daily_limit_usdg": 200, "hitl_threshold_usdg": 5}`: FieldPerTransactionLimit,
+	} {
+		_, _, err := c.Patch([]byte(body))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field || fe.Malformed {
+			t.Errorf("Closed().Patch(%s) = %v, want a FieldError on %s", body, err, field)
+		}
+	}
+	q, changed, err := c.Patch([]byte(`{"daily_limit_usdg": 200, "per_transaction_limit_usdg": 20}`))
+	if err != nil || q.DailyLimit() != 200*MicroPerUSDG || q.PerTransactionLimit() != 20*MicroPerUSDG ||
+		!slices.Equal(changed, []string{FieldDailyLimit, FieldPerTransactionLimit}) {
+		t.Errorf("Closed().Patch(both limits) = %+v, %v, %v", q, changed, err)
+	}
+	if c.DailyLimit() != 0 {
+		t.Error("Patch modified Closed()")
+	}
+}

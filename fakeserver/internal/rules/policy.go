@@ -29,7 +29,7 @@ var fieldOrder = []string{
 // new Policy (see Patch), so a payment judged under one policy is never
 // affected by a later amendment.
 type Policy struct {
-	daily, perTx int64 // micro-USDG, > 0, perTx <= daily
+	daily, perTx int64 // micro-USDG, > 0 (both 0 only in Closed), perTx <= daily
 	threshold    int64 // micro-USDG, >= 0; meaningful when hasThreshold
 	hasThreshold bool
 	assets       []string    // non-empty, known, no repeats
@@ -110,6 +110,14 @@ func New(daily, perTx int64, recipients, assets []string, hours string, threshol
 	return p, nil
 }
 
+// Closed is the policy that allows nothing: both limits 0, so every
+// payment in an allowed asset fails the per-transaction limit; the other
+// fields have their defaults (USDG, the whole day, any recipient, nothing
+// held). An agent has it on a network where no key of that network has set
+// its policy yet. Parse never answers it, and a Patch of it must set both
+// limits, since the merged result is validated.
+func Closed() *Policy { return &Policy{assets: []string{"USDG"}, hours: AllDay} }
+
 // Parse reads the spend_policy object of an agent creation. The two limits
 // are required; assets default to ["USDG"], active_hours to "00:00-23:59";
 // allowed_recipients absent or null means any recipient, and
@@ -163,6 +171,16 @@ func (p *Policy) Patch(body []byte) (*Policy, []string, error) {
 	}
 	_, dailySent := fields[FieldDailyLimit]
 	_, perTxSent := fields[FieldPerTransactionLimit]
+	// The merged result of a Closed policy keeps a limit of 0 unless the
+	// body sets it.
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{{FieldDailyLimit, q.daily}, {FieldPerTransactionLimit, q.perTx}} {
+		if l.v == 0 {
+			return nil, nil, fieldErr(l.name, "is required: the policy allows nothing on this network until a change sets both limits")
+		}
+	}
 	if err := q.checkLimits(dailySent, perTxSent); err != nil {
 		return nil, nil, err
 	}
