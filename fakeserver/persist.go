@@ -65,6 +65,7 @@ func (m *stateMu) Unlock() {
 type dirtySet struct {
 	any       bool // something that must be written now
 	reset     bool
+	assets    bool
 	accounts  map[*account]struct{}
 	keys      map[*apiKey]struct{} // lazy when only usage changed
 	transfers map[*transfer]*network
@@ -392,7 +393,7 @@ func (s *Server) flushLocked() {
 			b.Policies = append(b.Policies, policyRecOf(k.n, k.agent, p))
 		}
 	}
-	if d.reset {
+	if d.reset || d.assets {
 		b.Assets = s.assets.list()
 	}
 	*d = dirtySet{}
