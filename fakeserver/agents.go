@@ -57,6 +57,7 @@ func (s *Server) patchPolicyLocked(n *network, a *account, body []byte) (*confpa
 	if len(changed) > 0 {
 		cur = &policy{id: a.policyID, rules: next, updatedAt: s.clock.Now()}
 		n.policies[a.id] = cur
+		s.markPolicy(n, a.id)
 		s.emitPolicyUpdatedLocked(n, a, changed)
 	}
 	return cur.view(), nil

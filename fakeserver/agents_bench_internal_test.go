@@ -116,7 +116,7 @@ func BenchmarkAgentExpiryFloor100k(b *testing.B) {
 		s := NewUnstartedServer(WithApprovalWindow(time.Hour))
 		for j := 0; j < 100_000; j += 1000 {
 			for k := 0; k < 1000; k++ {
-				s.clock.At(s.clock.Now().Add(time.Hour), func(time.Time) { lockAndRelease(&s.mu) })
+				s.clock.At(s.clock.Now().Add(time.Hour), func(time.Time) { lockAndRelease(&s.mu.Mutex) })
 			}
 			s.Advance(time.Second)
 		}

@@ -169,6 +169,11 @@ func (s *Server) SetAsset(a Asset) error {
 	if apiErr := s.assets.set(a); apiErr != nil {
 		return apiErr
 	}
+	if s.jr != nil { // the assets are written with the next record
+		s.mu.Lock()
+		s.dirty.assets, s.dirty.any = true, true
+		s.mu.Unlock()
+	}
 	return nil
 }
 

@@ -148,6 +148,7 @@ func (s *Server) RevokeKey(keyID string) error {
 	if k.revokedAt == nil {
 		now := s.clock.Now()
 		k.revokedAt = &now
+		s.markKey(k, false)
 	}
 	return nil
 }
@@ -189,6 +190,7 @@ func (s *Server) SetKYC(accountRef string, status confpay.KYCStatus) error {
 		return errInvalid("kyc_status", "agents follow their owner's KYC status")
 	}
 	a.kyc = status
+	s.markAccount(a)
 	return nil
 }
 
@@ -209,6 +211,7 @@ func (s *Server) SetAgentStatus(accountRef string, status confpay.AgentStatus) e
 		return errInvalid("status", "only agents have a status")
 	}
 	a.agentStatus = status
+	s.markAccount(a)
 	return nil
 }
 
@@ -231,6 +234,7 @@ func (s *Server) RegisterDomain(accountRef, domain string) error {
 	if _, mine := s.domains[d]; !mine {
 		s.domains[d] = a
 		a.domains = append(a.domains, d)
+		s.markAccount(a)
 	}
 	return nil
 }

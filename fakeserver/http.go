@@ -439,11 +439,13 @@ func (s *Server) writeJSON(c *call, status int, v any) {
 	}
 	h.Set("Content-Type", "application/json")
 	c.status = status
+	s.durable() // persist.go: nothing is answered before it is durable
 	c.w.WriteHeader(status)
 	_ = json.NewEncoder(c.w).Encode(v)
 }
 
 func (s *Server) writeRaw(c *call, status int, b []byte) {
+	s.durable() // persist.go: nothing is answered before it is durable
 	h := c.w.Header()
 	for k, vs := range c.header {
 		h[k] = vs

@@ -303,6 +303,7 @@ func (s *Server) addAccountLocked(a *account) {
 	s.accounts[a.id] = a
 	s.byHandle[strings.ToLower(a.handle)] = a
 	s.byAddr[strings.ToLower(a.address.Hex())] = a
+	s.markAccount(a)
 }
 
 // newAddress returns a fresh random chain address.
@@ -347,6 +348,7 @@ func (s *Server) issueKeyLocked(a *account, n confpay.Network, name string) NewK
 	k.seq = s.keySeq
 	s.keys[k.hash] = k
 	s.keysByID[k.id] = k
+	s.markKey(k, false)
 	return NewKey{KeyID: k.id, APIKey: confpay.Secret(secret), Network: n, Name: name, CreatedAt: k.createdAt}
 }
 
@@ -448,6 +450,7 @@ func (s *Server) authenticate(c *call) *apiError {
 	now := s.clock.Now()
 	k.lastUsedAt = &now
 	k.requestCount++
+	s.markKey(k, true)
 	c.key, c.acct, c.net = k, k.acct, s.nets[n]
 	return nil
 }

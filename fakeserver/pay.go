@@ -90,6 +90,7 @@ func (s *Server) pay(k *apiKey, p *payment, failAtConfirm bool) (int, any, error
 	if failAtConfirm {
 		t.failAtConfirm = true
 	}
+	s.markTransfer(n, t) // after its spend window entry and fault
 	return http.StatusCreated, createView(t), nil
 }
 
@@ -137,6 +138,7 @@ func (s *Server) approveLocked(n *network, caller *account, id string) (*heldTx,
 	}
 	n.held.window(h.agent).add(s.clock.Now(), amount, t)
 	h.transfer = t
+	s.markTransfer(n, t)
 	s.decidedLocked(n, h, heldApproved)
 	// The approval is announced first, then the transfer it submitted.
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionApproved, h)
@@ -229,11 +231,12 @@ func (s *Server) FailTransfer(id string) error {
 func (s *Server) FailTransferAtConfirmation(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, t, err := s.pendingTransferLocked(id)
+	n, t, err := s.pendingTransferLocked(id)
 	if err != nil {
 		return err
 	}
 	t.failAtConfirm = true
+	s.markTransfer(n, t)
 	return nil
 }
 
@@ -343,6 +346,7 @@ func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*trans
 		n.transfers.index(t.to, t)
 	}
 	t.timer = s.clock.At(now.Add(s.opts.blockTime), func(at time.Time) { s.confirm(n, t, at) })
+	s.markTransfer(n, t)
 	return t, nil
 }
 
@@ -368,7 +372,9 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 	t.confirmedAt = &now
 	if t.key != nil && t.asset == confpay.AssetUSDG {
 		t.key.usdgMoved.Add(t.key.usdgMoved, t.units)
+		s.markKey(t.key, false)
 	}
+	s.markTransfer(n, t)
 	s.emitTransferLocked(n, webhookverify.KindTransferConfirmed, t)
 }
 
@@ -384,6 +390,7 @@ func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
 	n.ledger.Release(t.from.id, t.asset, t.units)
 	t.status = confpay.StatusFailed
 	t.failedAt = &now
+	s.markTransfer(n, t)
 	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
 }
 
@@ -506,6 +513,7 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 	n.held.pending[owner][h.id] = h
 	n.held.waiting[h.agent]++
 	h.timer = s.clock.At(h.expiresAt, func(time.Time) { s.expire(n, h) })
+	s.markHeld(n, h)
 	s.emitAgentTransactionLocked(n, webhookverify.KindAgentTransactionPendingApproval, h)
 	return h
 }
@@ -520,6 +528,7 @@ func (s *Server) expireLocked(n *network, h *heldTx) {
 	h.status = heldExpired
 	h.timer.Stop()
 	h.p = nil // the amount and memo are not needed any more
+	s.markHeld(n, h)
 	n.held.leavePendingLocked(h)
 }
 
@@ -529,6 +538,7 @@ func (s *Server) decidedLocked(n *network, h *heldTx, status confpay.AgentTransa
 	now := s.clock.Now()
 	h.status = status
 	h.decidedAt = &now
+	s.markHeld(n, h)
 	h.timer.Stop()
 	delete(n.held.byID, h.id)
 	n.held.leavePendingLocked(h)

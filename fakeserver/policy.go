@@ -45,6 +45,7 @@ func (s *Server) setPoliciesLocked(agentID, policyID string, pr *rules.Policy, o
 			r = rules.Closed()
 		}
 		n.policies[agentID] = &policy{id: policyID, rules: r, updatedAt: now}
+		s.markPolicy(n, agentID)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 )
 
@@ -65,7 +66,7 @@ type Server struct {
 	clock *clock.Clock
 	log   *slog.Logger
 
-	mu       sync.Mutex
+	mu       stateMu             // Unlock commits to the data directory (persist.go)
 	accounts map[string]*account // by account id
 	byHandle map[string]*account // by lower-cased handle ("@alice", "@alice/bot")
 	byAddr   map[string]*account // by lower-cased 0x address
@@ -99,6 +100,12 @@ type Server struct {
 	// uiKey signs the dashboard's sessions and CSRF tokens (dashboard.go);
 	// drawn once, never changed, so it needs no lock.
 	uiKey [32]byte
+
+	// jr is the data directory (persist.go), nil without WithDataDir;
+	// dirty is what the critical section in progress changed.
+	jr        *journal.Journal
+	dirty     dirtySet
+	dataEmpty bool // the data directory held no state when opened
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -150,6 +157,8 @@ type options struct {
 	seed               func(*Server) (any, error) // WithResetSeed (reset.go)
 	noListener         bool                       // WithoutListener (inmemory.go)
 	audit              AuditConfig                // WithAuditConfig (audit.go)
+	dataDir            string                     // WithDataDir (persist.go)
+	dataNoSync         bool
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -302,7 +311,20 @@ func NewServer(opts ...Option) *Server {
 
 // NewUnstartedServer returns a server that is not listening: mount
 // Handler yourself (the binary does), or call Start. Call Close when done.
+// It panics if WithDataDir's directory cannot be opened; Open returns the
+// error instead.
 func NewUnstartedServer(opts ...Option) *Server {
+	s, err := Open(opts...)
+	if err != nil {
+		panic(err.Error())
+	}
+	return s
+}
+
+// Open is NewUnstartedServer returning an error (the data directory of
+// WithDataDir cannot be opened, is locked by another process, is of an
+// unknown format version or is corrupt) instead of panicking.
+func Open(opts ...Option) (*Server, error) {
 	o := options{
 		start:              DefaultStart,
 		blockTime:          time.Second,
@@ -332,9 +354,19 @@ func NewUnstartedServer(opts ...Option) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.hooks = s.newHooks()
+	s.mu.s = s
 	s.resetLocked()
+	if o.dataDir != "" {
+		empty, err := s.openDataDir(o.dataDir, o.dataNoSync)
+		if err != nil {
+			s.clock.Close()
+			s.hooks.Close()
+			return nil, err
+		}
+		s.dataEmpty = empty
+	}
 	s.handler = hookHandler(s.routes())
-	return s
+	return s, nil
 }
 
 // Tester is the part of *testing.T (or testing.TB) that New and the
@@ -386,10 +418,18 @@ func (s *Server) Now() time.Time { return s.clock.Now() }
 
 // Advance moves the server's clock forward and runs everything that falls
 // due, in order, each at its own instant (like miniredis' FastForward).
-func (s *Server) Advance(d time.Duration) time.Time { return s.clock.Advance(d) }
+func (s *Server) Advance(d time.Duration) time.Time {
+	t := s.clock.Advance(d)
+	s.clockMoved()
+	return t
+}
 
 // Set moves the server's clock to t and runs whatever is due.
-func (s *Server) Set(t time.Time) time.Time { return s.clock.Set(t) }
+func (s *Server) Set(t time.Time) time.Time {
+	t = s.clock.Set(t)
+	s.clockMoved()
+	return t
+}
 
 // Sync waits until all work due at the current time has run, webhook
 // deliveries included. Use it instead of sleeping.
@@ -398,6 +438,11 @@ func (s *Server) Sync() { s.clock.RunDue() }
 // Close stops the server, its clock and its webhook deliveries.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		if s.jr != nil { // key usage rides with the next change: write it now
+			s.mu.Lock()
+			s.dirty.any = s.dirty.any || len(s.dirty.keys) > 0
+			s.mu.Unlock()
+		}
 		close(s.closing)
 		if s.hs != nil {
 			s.hs.close()
@@ -406,6 +451,9 @@ func (s *Server) Close() {
 		s.clock.Close()
 		s.hooks.Close()
 		s.receivers.close()
+		if s.jr != nil {
+			s.jr.Close()
+		}
 	})
 }
 
@@ -416,6 +464,9 @@ func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
+	if s.jr != nil {
+		s.dirty = dirtySet{reset: true, any: true}
+	}
 }
 
 func (s *Server) resetLocked() {

@@ -250,6 +250,7 @@ func (s *Server) sealNotes(n *network, ts []*transfer) error {
 	for _, j := range jobs {
 		if j.t.note == "" {
 			j.t.note = j.note
+			s.markTransfer(n, j.t)
 		}
 	}
 	s.mu.Unlock()

@@ -256,6 +256,7 @@ func (s *Server) pendingFor(n *network, owner *account) (*confpay.PendingList, e
 	for i, j := range jobs {
 		if j.h.note == "" {
 			j.h.note, j.h.noteReader = sealed[i], j.ctx.Readers[0].Hex()
+			s.markHeld(n, j.h)
 		}
 	}
 	l := &confpay.PendingList{Pending: make([]*confpay.AgentTransaction, 0, len(items))}

@@ -122,6 +122,8 @@ func checkExposure(addr net.Addr, token string) error {
 // config is what the flags set.
 type config struct {
 	addr, seedPath, adminToken string
+	dataDir                    string
+	dataNoSync                 bool
 	blockTime, approval        time.Duration
 	virtual, version           bool
 	logFormat, logLevel        string
@@ -173,6 +175,8 @@ func defineFlags(fs *flag.FlagSet) *config {
 	fs.DurationVar(&c.approval, "approval-window", 24*time.Hour, "how long a held agent payment waits")
 	fs.BoolVar(&c.virtual, "virtual-clock", false, "start a virtual clock")
 	fs.StringVar(&c.seedPath, "seed", "", "JSON file of accounts and balances")
+	fs.StringVar(&c.dataDir, "data", "", "directory that keeps the state across restarts")
+	fs.BoolVar(&c.dataNoSync, "data-nosync", false, "write -data without fsync")
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token for /_fake (default $"+adminTokenEnv+")")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn, error or off")
@@ -268,8 +272,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fakeserver.SeededAnswer{URL: out.URL, Seeded: sd}, nil
 		}))
 	}
-	srv := fakeserver.NewUnstartedServer(opts...)
+	if cfg.dataDir != "" {
+		opts = append(opts, fakeserver.WithDataDir(cfg.dataDir))
+		if cfg.dataNoSync {
+			opts = append(opts, fakeserver.WithDataDirNoSync())
+		}
+	}
+	srv, err := fakeserver.Open(opts...)
+	if err != nil {
+		return err
+	}
 	defer srv.Close()
+	if seed != nil && cfg.dataDir != "" && !srv.DataDirWasEmpty() {
+		log.Info("the data directory holds state: -seed not applied (POST /_fake/reset?to=seed applies it)", "data", cfg.dataDir)
+		seed = nil
+	}
 	if seed != nil {
 		sd, err := srv.Load(seed)
 		if err != nil {

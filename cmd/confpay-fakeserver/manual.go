@@ -18,7 +18,7 @@ const manual = `NAME
     confpay-fakeserver - the confpay reference server, in memory
 
 SYNOPSIS
-    confpay-fakeserver [-addr host:port] [-seed file] [-virtual-clock]
+    confpay-fakeserver [-addr host:port] [-seed file] [-data dir] [-virtual-clock]
                        [-block-time d] [-approval-window d]
                        [-admin-token token] [-log-format text|json]
                        [-log-level debug|info|warn|error|off]
@@ -67,6 +67,19 @@ OPTIONS
         nothing.
         POST /_fake/reset?to=seed empties the server and creates them again
         (with new ids and keys, in the answer); POST /_fake/reset empties it.
+    -data dir
+        Keep the state in dir (created 0700; files 0600) so that it
+        survives a restart and a crash, kill -9 included: accounts, keys
+        (hashed), agents and each network's policy, balances and their
+        ciphertexts, transfers, held payments, the clock. Every answer is
+        written only once its effect is fsynced there. -seed applies only
+        when dir holds no state; POST /_fake/reset empties dir too. A
+        second server on dir is refused. Not kept yet: webhook
+        subscriptions, events and deliveries, Idempotency-Keys, faults.
+        Without -data nothing touches the disk.
+    -data-nosync
+        Write -data without fsync: a process crash still loses nothing,
+        a machine crash may lose the last writes.
     -virtual-clock
         Start a virtual clock at 2026-01-05T09:00:00Z that moves only
         through POST /_fake/clock (default: the wall clock).
@@ -140,11 +153,14 @@ ENVIRONMENT
 
 FILES
     The -seed file, read once at start (and kept in memory for
-    POST /_fake/reset?to=seed). Nothing else is read or written.
+    POST /_fake/reset?to=seed). The -data directory: snapshot, journal
+    and LOCK (docs/fakeserver.md). Nothing else is read or written.
 
 EXAMPLES
     Run it with two accounts and read their keys:
         confpay-fakeserver -seed seed.json > start.json
+    Keep a shared sandbox across restarts, seeded on its first start:
+        confpay-fakeserver -data /var/lib/confpay -seed seed.json
     Reset between tests to the seeded state:
         curl -s -X POST 'localhost:12180/_fake/reset?to=seed'
     Run it in CI with JSON logs on a free port and an admin token:

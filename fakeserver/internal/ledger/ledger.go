@@ -41,6 +41,9 @@ type Ledger struct {
 	// supply is everything ever funded per asset, less what left for
 	// external wallets.
 	supply map[string]*big.Int
+	// touched is the accounts whose balances changed since Touched was
+	// last called (the data directory writes them).
+	touched map[string]struct{}
 }
 
 // balance is one (account, asset) balance.
@@ -84,6 +87,7 @@ func (l *Ledger) entry(acct, asset string) *balance {
 	}
 	b := &balance{asset: asset}
 	l.books[acct] = append(l.books[acct], b)
+	l.touch(acct)
 	return b
 }
 
@@ -113,6 +117,7 @@ func (l *Ledger) Fund(acct, asset string, units *big.Int) error {
 	b := l.entry(acct, asset)
 	b.units.Add(&b.units, units)
 	b.version++
+	l.touch(acct)
 	return nil
 }
 
@@ -125,6 +130,7 @@ func (l *Ledger) Reserve(acct, asset string, units *big.Int) error {
 	}
 	b.reserved.Add(&b.reserved, units)
 	b.version++
+	l.touch(acct)
 	return nil
 }
 
@@ -133,6 +139,7 @@ func (l *Ledger) Release(from, asset string, units *big.Int) {
 	b := l.get(from, asset)
 	b.reserved.Sub(&b.reserved, units)
 	b.version++
+	l.touch(from)
 }
 
 // Settle moves a confirmed transfer's money: the sender's units and
@@ -143,10 +150,12 @@ func (l *Ledger) Settle(from, to, asset string, units *big.Int) {
 	b := l.get(from, asset)
 	b.reserved.Sub(&b.reserved, units)
 	b.units.Sub(&b.units, units)
+	l.touch(from)
 	if to != "" {
 		r := l.entry(to, asset)
 		r.units.Add(&r.units, units)
 		r.version++
+		l.touch(to)
 		return
 	}
 	sup := l.supply[asset]
@@ -179,6 +188,7 @@ func (l *Ledger) CacheCiphertext(acct, asset string, version uint64, ct []byte) 
 	}
 	if b.ct == nil || b.ctVersion != b.version {
 		b.ct, b.ctVersion = ct, version
+		l.touch(acct)
 	}
 	return b.ct
 }
@@ -200,4 +210,83 @@ func (l *Ledger) Supply() map[string]string {
 		out[asset] = s.String()
 	}
 	return out
+}
+
+// Row is one balance as the data directory keeps it (internal/journal):
+// every field, the cached ciphertext included.
+type Row struct {
+	Asset     string `json:"a"`
+	Units     string `json:"u"`
+	Reserved  string `json:"r,omitempty"`
+	Version   uint64 `json:"v"`
+	CT        []byte `json:"c,omitempty"`
+	CTVersion uint64 `json:"cv,omitempty"`
+}
+
+// Touched returns the accounts whose balances changed since the last call,
+// and forgets them.
+func (l *Ledger) Touched() []string {
+	if len(l.touched) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(l.touched))
+	for id := range l.touched {
+		out = append(out, id)
+	}
+	clear(l.touched)
+	sort.Strings(out)
+	return out
+}
+
+func (l *Ledger) touch(acct string) {
+	if l.touched == nil {
+		l.touched = map[string]struct{}{}
+	}
+	l.touched[acct] = struct{}{}
+}
+
+// Rows is account acct's book, in the order its balances were first held.
+func (l *Ledger) Rows(acct string) []Row {
+	out := make([]Row, 0, len(l.books[acct]))
+	for _, b := range l.books[acct] {
+		r := Row{Asset: b.asset, Units: b.units.String(), Version: b.version, CT: b.ct, CTVersion: b.ctVersion}
+		if b.reserved.Sign() != 0 {
+			r.Reserved = b.reserved.String()
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Restore replaces account acct's book with rows and counts them into the
+// supply. It refuses a row whose figures are not non-negative integers
+// with reserved within units.
+func (l *Ledger) Restore(acct string, rows []Row) error {
+	for _, b := range l.books[acct] {
+		sup := l.supply[b.asset]
+		sup.Sub(sup, &b.units)
+	}
+	books := make([]*balance, 0, len(rows))
+	for _, r := range rows {
+		b := &balance{asset: r.Asset, version: r.Version, ct: r.CT, ctVersion: r.CTVersion}
+		if _, ok := b.units.SetString(r.Units, 10); !ok || b.units.Sign() < 0 || b.units.Cmp(MaxUnits) >= 0 {
+			return errors.New("ledger: bad units for " + acct + " " + r.Asset)
+		}
+		if r.Reserved != "" {
+			if _, ok := b.reserved.SetString(r.Reserved, 10); !ok || b.reserved.Sign() < 0 || b.reserved.Cmp(&b.units) > 0 {
+				return errors.New("ledger: bad reserved for " + acct + " " + r.Asset)
+			}
+		}
+		books = append(books, b)
+	}
+	l.books[acct] = books
+	for _, b := range books {
+		sup := l.supply[b.asset]
+		if sup == nil {
+			sup = new(big.Int)
+			l.supply[b.asset] = sup
+		}
+		sup.Add(sup, &b.units)
+	}
+	return nil
 }

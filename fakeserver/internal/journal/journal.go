@@ -1,0 +1,369 @@
+// Package journal is the fakeserver's data directory: a snapshot file and
+// an append-only journal of records, each length-prefixed and checksummed,
+// behind a lock file that keeps a second process out.
+//
+// The server writes a record at the one place each operation commits
+// (under its own lock, so records are in commit order) and calls Wait
+// before it answers: Wait returns once every record appended so far is
+// written and, unless NoSync, fsynced (group commit: one fsync covers
+// every record appended while the previous one ran). Memory stays the
+// source of every answer; the directory is read once, by Open.
+//
+// File format (both files): an 8-byte header, "CPJ" + a format byte
+// (Version) + 4 reserved zero bytes, then records: a 4-byte little-endian
+// payload length, a 4-byte CRC-32C of the payload, the payload. A record
+// whose length, checksum or body is incomplete or wrong ends the journal:
+// everything from it on is a torn tail, dropped (and truncated away) on
+// Open. The snapshot is only ever replaced whole (written beside, fsynced,
+// renamed), so a bad record in it is corruption and Open refuses it.
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Version is the format this package writes and reads.
+const Version = 1
+
+// MaxRecord is the largest record payload (a length above it is a torn or
+// corrupt record).
+const MaxRecord = 64 << 20
+
+// File names inside the data directory.
+const (
+	SnapshotFile = "snapshot"
+	JournalFile  = "journal"
+	LockFile     = "LOCK"
+)
+
+var (
+	magic = [3]byte{'C', 'P', 'J'}
+	crcT  = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// ErrVersion is returned (wrapped) for a file of an unknown format version.
+var ErrVersion = errors.New("journal: unknown format version")
+
+// Journal is an open data directory. Its methods are safe for concurrent
+// use.
+type Journal struct {
+	dir    string
+	noSync bool
+	lock   *os.File
+
+	mu       sync.Mutex // guards buf, appended, f and closed
+	buf      bytes.Buffer
+	appended uint64 // records appended
+	f        *os.File
+	closed   bool
+
+	syncMu sync.Mutex // serialises writers; guards synced and err
+	synced uint64
+	err    error
+}
+
+// Contents is what Open read: the snapshot's records, then the journal's,
+// in order, and whether a torn tail was dropped.
+type Contents struct {
+	Snapshot, Journal [][]byte
+	// Dropped is how many bytes of torn tail the journal lost.
+	Dropped int64
+}
+
+// Open locks dir (creating it 0700 if needed), reads its snapshot and
+// journal, drops a torn tail from the journal, and opens the journal for
+// appending. A second Open of the same directory, from this process or
+// another, fails while the first is open.
+func Open(dir string, noSync bool) (*Journal, *Contents, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	lk, err := lockDir(filepath.Join(dir, LockFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	j := &Journal{dir: dir, noSync: noSync, lock: lk}
+	c, err := j.load()
+	if err != nil {
+		lk.Close()
+		return nil, nil, err
+	}
+	return j, c, nil
+}
+
+func (j *Journal) load() (*Contents, error) {
+	c := &Contents{}
+	snap, err := os.ReadFile(filepath.Join(j.dir, SnapshotFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("journal: %w", err)
+	default:
+		recs, good, err := Decode(snap)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %s: %w", SnapshotFile, err)
+		}
+		if good != int64(len(snap)) {
+			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", SnapshotFile, good, len(snap))
+		}
+		c.Snapshot = recs
+	}
+	path := filepath.Join(j.dir, JournalFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if len(data) == 0 {
+		if err := writeHeader(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+	} else {
+		recs, good, err := Decode(data)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal: %s: %w", JournalFile, err)
+		}
+		c.Journal = recs
+		if good < int64(len(data)) {
+			c.Dropped = int64(len(data)) - good
+			if err := f.Truncate(good); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+			if err := j.fsync(f); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j.f = f
+	return c, nil
+}
+
+func header() []byte { return []byte{magic[0], magic[1], magic[2], Version, 0, 0, 0, 0} }
+
+func writeHeader(f *os.File) error {
+	if _, err := f.Write(header()); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Decode reads a file's records: the records up to the first incomplete
+// or damaged one, and the length of the good prefix. A file shorter than
+// its header is an empty one with a torn header (good 0); a wrong magic or
+// an unknown version is an error.
+func Decode(data []byte) (recs [][]byte, good int64, err error) {
+	if len(data) < 8 {
+		return nil, 0, nil
+	}
+	if !bytes.Equal(data[:3], magic[:]) {
+		return nil, 0, errors.New("not a confpay-fakeserver data file (bad magic)")
+	}
+	if data[3] != Version {
+		return nil, 0, fmt.Errorf("%w %d (this build reads version %d); use the confpay-fakeserver that wrote it", ErrVersion, data[3], Version)
+	}
+	off := 8
+	for {
+		if len(data)-off < 8 {
+			return recs, int64(off), nil
+		}
+		n := binary.LittleEndian.Uint32(data[off:])
+		sum := binary.LittleEndian.Uint32(data[off+4:])
+		if n > MaxRecord || uint64(len(data)-off-8) < uint64(n) {
+			return recs, int64(off), nil
+		}
+		p := data[off+8 : off+8+int(n)]
+		if crc32.Checksum(p, crcT) != sum {
+			return recs, int64(off), nil
+		}
+		recs = append(recs, p)
+		off += 8 + int(n)
+	}
+}
+
+func frame(w *bytes.Buffer, p []byte) {
+	var h [8]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(p)))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(p, crcT))
+	w.Write(h[:])
+	w.Write(p)
+}
+
+// Append adds a record and returns its number for Wait. The caller appends
+// under its own lock, so records are in commit order.
+func (j *Journal) Append(p []byte) uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	frame(&j.buf, p)
+	j.appended++
+	return j.appended
+}
+
+// Appended is the number of the last record appended.
+func (j *Journal) Appended() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.appended
+}
+
+// Wait returns once record n (and every one before it) is written and
+// fsynced, or the error that stopped the journal. After an error every
+// Wait fails: the server must not answer as if its state were durable.
+func (j *Journal) Wait(n uint64) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	if j.synced >= n {
+		return nil
+	}
+	j.mu.Lock()
+	data := bytes.Clone(j.buf.Bytes())
+	j.buf.Reset()
+	upTo := j.appended
+	f := j.f
+	j.mu.Unlock()
+	if f == nil {
+		j.err = errors.New("journal: closed")
+		return j.err
+	}
+	if _, err := f.Write(data); err != nil {
+		j.err = fmt.Errorf("journal: write: %w", err)
+		return j.err
+	}
+	if err := j.fsync(f); err != nil {
+		j.err = err
+		return err
+	}
+	j.synced = upTo
+	return nil
+}
+
+func (j *Journal) fsync(f *os.File) error {
+	if j.noSync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal: fsync: %w", err)
+	}
+	return nil
+}
+
+// Rewrite replaces the directory's contents with records (a snapshot) and
+// an empty journal, durably: the snapshot is written beside, fsynced and
+// renamed over the old one, then the journal is emptied. A crash in
+// between leaves the old snapshot and journal, or the new snapshot and
+// a journal whose records it already holds (replaying them is harmless:
+// records are whole states). Appends are held back while it runs.
+func (j *Journal) Rewrite(records func(emit func([]byte))) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	tmp := filepath.Join(j.dir, SnapshotFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b bytes.Buffer
+	b.Write(header())
+	records(func(p []byte) {
+		frame(&b, p)
+		if b.Len() > 1<<20 {
+			w.Write(b.Bytes())
+			b.Reset()
+		}
+	})
+	w.Write(b.Bytes())
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(j.dir, SnapshotFile))
+	}
+	if err == nil {
+		err = syncDir(j.dir)
+	}
+	if err == nil {
+		// The buffered records are older than the snapshot: drop them.
+		j.buf.Reset()
+		j.synced = j.appended
+		err = j.f.Truncate(0)
+		if err == nil {
+			_, err = j.f.Seek(0, io.SeekStart)
+		}
+		if err == nil {
+			err = writeHeader(j.f)
+		}
+		if err == nil {
+			err = j.f.Sync()
+		}
+	}
+	if err != nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+		return j.err
+	}
+	return nil
+}
+
+// Close writes what is buffered, closes the files and releases the lock.
+func (j *Journal) Close() error {
+	err := j.Wait(j.Appended())
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	if j.f != nil {
+		if cerr := j.f.Close(); err == nil {
+			err = cerr
+		}
+		j.f = nil
+	}
+	unlockDir(j.lock)
+	if j.err == nil {
+		j.err = errors.New("journal: closed")
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

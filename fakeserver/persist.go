@@ -1,0 +1,871 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
+	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
+)
+
+// The data directory (WithDataDir, the binary's -data): memory stays the
+// source of every answer; the directory is written at the one place every
+// operation commits, the release of s.mu (stateMu.Unlock), and read once,
+// by NewUnstartedServer.
+//
+// An operation marks what it changed (markAccount, markKey,
+// markTransfer, markHeld; the ledger tracks its own touched books). When
+// it lets go of s.mu, the marks become one record, the whole new state of
+// each changed thing, appended to the journal in commit order; then,
+// outside s.mu, the operation waits until the journal is fsynced up to
+// there, so that its answer is only written once its effect is durable.
+// One fsync covers every operation that committed while the previous one
+// ran (group commit). A read waits too, for whatever it may have seen.
+//
+// At start the snapshot and the journal are replayed record by record
+// (later states of a thing replace earlier ones), the indexes and timers
+// rebuilt, and the result written back as a new snapshot with an empty
+// journal.
+
+// stateMu is s.mu: a mutex whose Unlock commits (see above).
+type stateMu struct {
+	sync.Mutex
+	s *Server
+}
+
+// Unlock writes what the critical section changed to the journal, lets go,
+// and waits until it is durable. A journal that cannot be written stops
+// the server from answering: the operation panics (net/http drops the
+// connection) rather than acknowledge what may be lost.
+func (m *stateMu) Unlock() {
+	s := m.s
+	if s == nil || s.jr == nil {
+		m.Mutex.Unlock()
+		return
+	}
+	seq := s.flushLocked()
+	m.Mutex.Unlock()
+	if seq > 0 {
+		s.waitDurable(seq)
+	}
+}
+
+// waitDurable waits until journal record seq is durable.
+func (s *Server) waitDurable(seq uint64) {
+	if err := s.jr.Wait(seq); err != nil {
+		panic(fmt.Sprintf("confpay-fakeserver: the data directory cannot be written (%v); stopping rather than acknowledging what may be lost", err))
+	}
+}
+
+// durable waits, before an HTTP answer is written, until everything
+// committed so far is durable: a read shows nothing a crash could take
+// back. (A critical section that wrote waits for itself in Unlock; one
+// that only read waits here, once, not in each section.)
+func (s *Server) durable() {
+	if s.jr != nil {
+		s.waitDurable(s.jr.Appended())
+	}
+}
+
+// dirtySet is what the critical section changed. Guarded by s.mu.
+type dirtySet struct {
+	any       bool // something that must be written now
+	reset     bool
+	assets    bool
+	accounts  map[*account]struct{}
+	keys      map[*apiKey]struct{} // lazy when only usage changed
+	transfers map[*transfer]*network
+	held      map[*heldTx]*network
+	policies  map[policyKey]struct{}
+}
+
+// policyKey names an agent's policy on a network.
+type policyKey struct {
+	n     *network
+	agent string
+}
+
+func (s *Server) markAccount(a *account) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.accounts == nil {
+		s.dirty.accounts = map[*account]struct{}{}
+	}
+	s.dirty.accounts[a] = struct{}{}
+	s.dirty.any = true
+}
+
+// markKey marks k changed; usageOnly (its last use and request count)
+// rides with the next change rather than forcing a write.
+func (s *Server) markKey(k *apiKey, usageOnly bool) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.keys == nil {
+		s.dirty.keys = map[*apiKey]struct{}{}
+	}
+	s.dirty.keys[k] = struct{}{}
+	if !usageOnly {
+		s.dirty.any = true
+	}
+}
+
+func (s *Server) markTransfer(n *network, t *transfer) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.transfers == nil {
+		s.dirty.transfers = map[*transfer]*network{}
+	}
+	s.dirty.transfers[t] = n
+	s.dirty.any = true
+}
+
+func (s *Server) markPolicy(n *network, agentID string) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.policies == nil {
+		s.dirty.policies = map[policyKey]struct{}{}
+	}
+	s.dirty.policies[policyKey{n, agentID}] = struct{}{}
+	s.dirty.any = true
+}
+
+func (s *Server) markHeld(n *network, h *heldTx) {
+	if s.jr == nil {
+		return
+	}
+	if s.dirty.held == nil {
+		s.dirty.held = map[*heldTx]*network{}
+	}
+	s.dirty.held[h] = n
+	s.dirty.any = true
+}
+
+// markClock records the clock's time (it moved).
+func (s *Server) markClock() {
+	if s.jr != nil {
+		s.dirty.any = true
+	}
+}
+
+// ---- records ----
+
+// batch is one journal record: everything one critical section changed,
+// each thing in its whole new state. A snapshot is a series of batches.
+type batch struct {
+	Reset     bool           `json:"reset,omitempty"`
+	Now       time.Time      `json:"now"`
+	Seq       [3]uint64      `json:"seq"` // transfers, accounts, keys
+	HeldSeq   map[string]int `json:"hseq,omitempty"`
+	Accounts  []accountRec   `json:"accounts,omitempty"`
+	Keys      []keyRec       `json:"keys,omitempty"`
+	Books     []bookRec      `json:"books,omitempty"`
+	Transfers []transferRec  `json:"transfers,omitempty"`
+	Held      []heldRec      `json:"held,omitempty"`
+	Policies  []policyRec    `json:"policies,omitempty"`
+	Assets    []Asset        `json:"assets,omitempty"`
+}
+
+type accountRec struct {
+	ID        string              `json:"id"`
+	Handle    string              `json:"handle"`
+	Type      confpay.AccountType `json:"type"`
+	Address   string              `json:"address"`
+	KYC       confpay.KYCStatus   `json:"kyc,omitempty"`
+	CreatedAt time.Time           `json:"created_at"`
+	Seq       uint64              `json:"seq"`
+	EncKey    string              `json:"enc_key,omitempty"`
+	Domains   []string            `json:"domains,omitempty"`
+	Owner     string              `json:"owner,omitempty"`
+	AgentName string              `json:"agent_name,omitempty"`
+	Status    confpay.AgentStatus `json:"agent_status,omitempty"`
+	PolicyID  string              `json:"policy_id,omitempty"`
+}
+
+// policyRec is an agent's spend policy on one network; limits 0 and 0 is
+// rules.Closed (no key of the network has set it yet).
+type policyRec struct {
+	Network    confpay.Network `json:"n"`
+	Agent      string          `json:"agent"`
+	ID         string          `json:"id"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	Daily      int64           `json:"daily"`
+	PerTx      int64           `json:"per_tx"`
+	Recipients []string        `json:"recipients"`
+	Assets     []string        `json:"assets"`
+	Hours      string          `json:"hours"`
+	Threshold  int64           `json:"threshold"` // -1: none
+}
+
+type keyRec struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Network   confpay.Network `json:"network"`
+	Acct      string          `json:"acct"`
+	Hash      [32]byte        `json:"hash"` // SHA-256 of the key: the key itself is never stored
+	CreatedAt time.Time       `json:"created_at"`
+	LastUsed  *time.Time      `json:"last_used,omitempty"`
+	Revoked   *time.Time      `json:"revoked,omitempty"`
+	Requests  int64           `json:"requests,omitempty"`
+	USDGMoved string          `json:"usdg_moved"`
+	Seq       uint64          `json:"seq"`
+}
+
+type bookRec struct {
+	Network confpay.Network `json:"n"`
+	Acct    string          `json:"acct"`
+	Rows    []ledger.Row    `json:"rows"`
+}
+
+type transferRec struct {
+	Network       confpay.Network        `json:"n"`
+	ID            string                 `json:"id"`
+	From          string                 `json:"from"`
+	To            string                 `json:"to,omitempty"`
+	ToAddr        string                 `json:"to_addr"`
+	ToText        string                 `json:"to_text"`
+	Asset         string                 `json:"asset"`
+	Units         string                 `json:"units"`
+	Confidential  bool                   `json:"conf,omitempty"`
+	Memo          string                 `json:"memo,omitempty"`
+	Status        confpay.TransferStatus `json:"status"`
+	TxHash        string                 `json:"tx"`
+	CreatedAt     time.Time              `json:"created_at"`
+	ConfirmedAt   *time.Time             `json:"confirmed_at,omitempty"`
+	FailedAt      *time.Time             `json:"failed_at,omitempty"`
+	Key           string                 `json:"key,omitempty"`
+	FailAtConfirm bool                   `json:"fail_at_confirm,omitempty"`
+	Note          string                 `json:"note,omitempty"`
+	Spend         *spendRec              `json:"spend,omitempty"` // the agent's spend window entry
+}
+
+type spendRec struct {
+	At     time.Time `json:"at"`
+	Amount int64     `json:"amount"`
+}
+
+type heldRec struct {
+	Network      confpay.Network                `json:"n"`
+	ID           string                         `json:"id"`
+	Seq          int                            `json:"seq"`
+	Agent        string                         `json:"agent"`
+	To           string                         `json:"to,omitempty"`
+	ToAddr       string                         `json:"to_addr"`
+	ToText       string                         `json:"to_text"`
+	Asset        string                         `json:"asset"`
+	Units        string                         `json:"units"`
+	Memo         string                         `json:"memo,omitempty"`
+	Confidential bool                           `json:"conf,omitempty"`
+	Payable      bool                           `json:"payable,omitempty"` // the payment is still kept (h.p)
+	Transfer     string                         `json:"transfer,omitempty"`
+	Key          string                         `json:"key,omitempty"`
+	Status       confpay.AgentTransactionStatus `json:"status"`
+	RequestedAt  time.Time                      `json:"requested_at"`
+	ExpiresAt    time.Time                      `json:"expires_at"`
+	DecidedAt    *time.Time                     `json:"decided_at,omitempty"`
+	Note         string                         `json:"note,omitempty"`
+	NoteReader   string                         `json:"note_reader,omitempty"`
+}
+
+func accountRecOf(a *account) accountRec {
+	r := accountRec{ID: a.id, Handle: a.handle, Type: a.typ, Address: a.address.Hex(), KYC: a.kyc, CreatedAt: a.createdAt,
+		Seq: a.seq, Domains: a.domains, AgentName: a.agentName, Status: a.agentStatus}
+	if a.encKey != nil {
+		r.EncKey = a.encKey.Hex()
+	}
+	if a.owner != nil {
+		r.Owner = a.owner.id
+	}
+	r.PolicyID = a.policyID
+	return r
+}
+
+func policyRecOf(n *network, agentID string, p *policy) policyRec {
+	th, ok := p.rules.Threshold()
+	if !ok {
+		th = -1
+	}
+	return policyRec{Network: n.name, Agent: agentID, ID: p.id, UpdatedAt: p.updatedAt, Daily: p.rules.DailyLimit(), PerTx: p.rules.PerTransactionLimit(),
+		Recipients: p.rules.Recipients(), Assets: p.rules.Assets(), Hours: p.rules.ActiveHours().String(), Threshold: th}
+}
+
+func (r *policyRec) policy() (*policy, error) {
+	pr := rules.Closed()
+	if r.Daily != 0 || r.PerTx != 0 {
+		var err error
+		if pr, err = rules.New(r.Daily, r.PerTx, r.Recipients, r.Assets, r.Hours, r.Threshold); err != nil {
+			return nil, err
+		}
+	}
+	return &policy{id: r.ID, rules: pr, updatedAt: r.UpdatedAt}, nil
+}
+
+func keyRecOf(k *apiKey) keyRec {
+	return keyRec{ID: k.id, Name: k.name, Network: k.network, Acct: k.acct.id, Hash: k.hash, CreatedAt: k.createdAt,
+		LastUsed: k.lastUsedAt, Revoked: k.revokedAt, Requests: k.requestCount, USDGMoved: k.usdgMoved.String(), Seq: k.seq}
+}
+
+func (s *Server) transferRecLocked(n *network, t *transfer) transferRec {
+	r := transferRec{Network: n.name, ID: t.id, From: t.from.id, ToAddr: t.toAddr.Hex(), ToText: t.toText, Asset: t.asset,
+		Units: t.units.String(), Confidential: t.confidential, Memo: t.memo, Status: t.status, TxHash: t.txHash,
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt, FailAtConfirm: t.failAtConfirm, Note: t.note}
+	if t.to != nil {
+		r.To = t.to.id
+	}
+	if t.key != nil {
+		r.Key = t.key.id
+	}
+	if t.from.isAgent() {
+		if w := n.held.spend[t.from]; w != nil {
+			for i := len(w.entries) - 1; i >= 0; i-- {
+				if e := w.entries[i]; e.t == t {
+					r.Spend = &spendRec{At: e.at, Amount: e.amount}
+					break
+				}
+			}
+		}
+	}
+	return r
+}
+
+func heldRecOf(n *network, h *heldTx) heldRec {
+	r := heldRec{Network: n.name, ID: h.id, Seq: h.seq, Agent: h.agent.id, ToText: h.toText, Asset: h.asset,
+		Confidential: h.confidential, Status: h.status, RequestedAt: h.requestedAt, ExpiresAt: h.expiresAt,
+		DecidedAt: h.decidedAt, Note: h.note, NoteReader: h.noteReader}
+	if rec, ok := n.held.all[h.id]; ok {
+		r.Units, r.Memo = rec.units.String(), rec.memo
+	}
+	if h.p != nil {
+		r.Payable = true
+		r.Units, r.Memo, r.ToAddr = h.p.units.String(), h.p.memo, h.p.toAddr.Hex()
+		if h.p.to != nil {
+			r.To = h.p.to.id
+		}
+	}
+	if h.transfer != nil {
+		r.Transfer = h.transfer.id
+	}
+	if h.key != nil {
+		r.Key = h.key.id
+	}
+	return r
+}
+
+// flushLocked turns the marks into one journal record and returns its
+// number, 0 when nothing changed.
+func (s *Server) flushLocked() uint64 {
+	var touched [2][]string
+	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		if n := s.nets[name]; n != nil {
+			touched[i] = n.ledger.Touched()
+			if len(touched[i]) > 0 {
+				s.dirty.any = true
+			}
+		}
+	}
+	d := &s.dirty
+	if !d.any {
+		return 0
+	}
+	b := s.batchHeadLocked()
+	b.Reset = d.reset
+	for a := range d.accounts {
+		if s.accounts[a.id] == a { // else created and forgotten (a seed's rollback)
+			b.Accounts = append(b.Accounts, accountRecOf(a))
+		}
+	}
+	for k := range d.keys {
+		if s.keysByID[k.id] == k {
+			b.Keys = append(b.Keys, keyRecOf(k))
+		}
+	}
+	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		for _, id := range touched[i] {
+			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: s.nets[name].ledger.Rows(id)})
+		}
+	}
+	for t, n := range d.transfers {
+		b.Transfers = append(b.Transfers, s.transferRecLocked(n, t))
+	}
+	for h, n := range d.held {
+		b.Held = append(b.Held, heldRecOf(n, h))
+	}
+	for k := range d.policies {
+		if p := k.n.policies[k.agent]; p != nil && s.accounts[k.agent] != nil {
+			b.Policies = append(b.Policies, policyRecOf(k.n, k.agent, p))
+		}
+	}
+	if d.reset || d.assets {
+		b.Assets = s.assets.list()
+	}
+	*d = dirtySet{}
+	return s.appendLocked(b)
+}
+
+func (s *Server) batchHeadLocked() *batch {
+	b := &batch{Now: s.clock.Now(), Seq: [3]uint64{s.transferSeq, s.accountSeq, s.keySeq}, HeldSeq: map[string]int{}}
+	for name, n := range s.nets {
+		b.HeldSeq[string(name)] = n.held.seq
+	}
+	return b
+}
+
+func (s *Server) appendLocked(b *batch) uint64 {
+	p, err := json.Marshal(b)
+	if err != nil {
+		panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
+	}
+	return s.jr.Append(p)
+}
+
+// snapshotLocked emits the whole state as batches: the head (clock,
+// sequences, assets), then the accounts (owners before their agents),
+// keys, books, transfers and held payments, in chunks.
+func (s *Server) snapshotLocked(emit func([]byte)) {
+	enc := func(b *batch) {
+		p, err := json.Marshal(b)
+		if err != nil {
+			panic("confpay-fakeserver: cannot encode a snapshot record: " + err.Error())
+		}
+		emit(p)
+	}
+	head := s.batchHeadLocked()
+	head.Reset = true
+	head.Assets = s.assets.list()
+	enc(head)
+	const chunk = 512
+	b := &batch{}
+	flush := func(force bool) {
+		size := len(b.Accounts) + len(b.Keys) + len(b.Books) + len(b.Transfers) + len(b.Held) + len(b.Policies)
+		if force || size >= chunk {
+			if size > 0 {
+				b.Now, b.Seq, b.HeldSeq = head.Now, head.Seq, head.HeldSeq
+				enc(b)
+			}
+			b = &batch{}
+		}
+	}
+	accts := make([]*account, 0, len(s.accounts))
+	for _, a := range s.accounts {
+		accts = append(accts, a)
+	}
+	sort.Slice(accts, func(i, j int) bool { return accts[i].seq < accts[j].seq })
+	for _, a := range accts {
+		b.Accounts = append(b.Accounts, accountRecOf(a))
+		flush(false)
+	}
+	keys := make([]*apiKey, 0, len(s.keysByID))
+	for _, k := range s.keysByID {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].seq < keys[j].seq })
+	for _, k := range keys {
+		b.Keys = append(b.Keys, keyRecOf(k))
+		flush(false)
+	}
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		ids := make([]string, 0, len(n.policies))
+		for id := range n.policies {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			b.Policies = append(b.Policies, policyRecOf(n, id, n.policies[id]))
+			flush(false)
+		}
+		for _, id := range n.ledger.Accounts() {
+			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: n.ledger.Rows(id)})
+			flush(false)
+		}
+		ts := make([]*transfer, 0, len(n.transfers.byID))
+		for _, t := range n.transfers.byID {
+			ts = append(ts, t)
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
+		for _, t := range ts {
+			b.Transfers = append(b.Transfers, s.transferRecLocked(n, t))
+			flush(false)
+		}
+		for _, h := range n.held.order {
+			b.Held = append(b.Held, heldRecOf(n, h))
+			flush(false)
+		}
+	}
+	flush(true)
+	// The ledger's touched marks are written: forget them.
+	for _, n := range s.nets {
+		n.ledger.Touched()
+	}
+}
+
+// ---- loading ----
+
+// loaded is the replayed directory: the latest record of each thing.
+type loaded struct {
+	now       time.Time
+	seq       [3]uint64
+	heldSeq   map[string]int
+	assets    []Asset
+	accounts  map[string]accountRec
+	keys      map[string]keyRec
+	books     map[confpay.Network]map[string][]ledger.Row
+	transfers map[confpay.Network]map[string]transferRec
+	held      map[confpay.Network]map[string]heldRec
+	policies  map[confpay.Network]map[string]policyRec
+}
+
+func newLoaded() *loaded {
+	return &loaded{accounts: map[string]accountRec{}, keys: map[string]keyRec{},
+		books:     map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
+		transfers: map[confpay.Network]map[string]transferRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
+		held:      map[confpay.Network]map[string]heldRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
+		policies:  map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}}
+}
+
+func validNet(n confpay.Network) bool { return n == confpay.NetworkTest || n == confpay.NetworkLive }
+
+// apply replays one record.
+func (l *loaded) apply(p []byte) error {
+	var b batch
+	if err := json.Unmarshal(p, &b); err != nil {
+		return fmt.Errorf("a record does not decode: %w", err)
+	}
+	if b.Reset {
+		fresh := newLoaded()
+		l.accounts, l.keys, l.books, l.transfers, l.held, l.policies = fresh.accounts, fresh.keys, fresh.books, fresh.transfers, fresh.held, fresh.policies
+	}
+	if b.Assets != nil {
+		l.assets = b.Assets
+	}
+	l.now, l.seq, l.heldSeq = b.Now, b.Seq, b.HeldSeq
+	for _, r := range b.Accounts {
+		l.accounts[r.ID] = r
+	}
+	for _, r := range b.Keys {
+		l.keys[r.ID] = r
+	}
+	for _, r := range b.Books {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a book names network %q", r.Network)
+		}
+		l.books[r.Network][r.Acct] = r.Rows
+	}
+	for _, r := range b.Transfers {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a transfer names network %q", r.Network)
+		}
+		l.transfers[r.Network][r.ID] = r
+	}
+	for _, r := range b.Policies {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a policy names network %q", r.Network)
+		}
+		l.policies[r.Network][r.Agent] = r
+	}
+	for _, r := range b.Held {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a held payment names network %q", r.Network)
+		}
+		l.held[r.Network][r.ID] = r
+	}
+	return nil
+}
+
+func parseUnits(s string) (*big.Int, bool) {
+	u, ok := new(big.Int).SetString(s, 10)
+	if !ok || u.Sign() < 0 || u.Cmp(ledger.MaxUnits) >= 0 {
+		return nil, false
+	}
+	return u, true
+}
+
+// installLocked builds the server's state from l: accounts, keys, books,
+// transfers (indexes, spend windows, confirmation timers) and held
+// payments (books, expiry timers). s.mu is held; the clock stands at
+// l.now.
+func (s *Server) installLocked(l *loaded) error {
+	bad := func(what, id string) error { return fmt.Errorf("%s %s is inconsistent", what, id) }
+	recs := make([]accountRec, 0, len(l.accounts))
+	for _, r := range l.accounts {
+		recs = append(recs, r)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	for _, r := range recs {
+		if !common.IsHexAddress(r.Address) || r.Handle == "" {
+			return bad("account", r.ID)
+		}
+		a := &account{id: r.ID, handle: r.Handle, typ: r.Type, address: common.HexToAddress(r.Address), kyc: r.KYC,
+			createdAt: r.CreatedAt, domains: r.Domains, agentName: r.AgentName, agentStatus: r.Status}
+		if r.EncKey != "" {
+			k, err := decrypt.ParsePublicKeyHex(r.EncKey)
+			if err != nil {
+				return bad("account", r.ID)
+			}
+			a.encKey = k
+		}
+		if r.Owner != "" {
+			o := s.accounts[r.Owner]
+			if o == nil || o.isAgent() || r.PolicyID == "" {
+				return bad("agent", r.ID)
+			}
+			a.owner, a.policyID = o, r.PolicyID
+			o.agents = append(o.agents, a)
+			for _, n := range s.nets {
+				pr, ok := l.policies[n.name][a.id]
+				if !ok {
+					return fmt.Errorf("agent %s has no policy on %s", a.id, n.name)
+				}
+				p, err := pr.policy()
+				if err != nil {
+					return fmt.Errorf("agent %s's policy on %s: %w", a.id, n.name, err)
+				}
+				n.policies[a.id] = p
+			}
+		}
+		if _, dup := s.byHandle[strings.ToLower(a.handle)]; dup {
+			return bad("account", r.ID)
+		}
+		s.addAccountLocked(a)
+		a.seq = r.Seq
+		for _, d := range a.domains {
+			s.domains[strings.ToLower(d)] = a
+		}
+	}
+	s.accountSeq = l.seq[1]
+	keys := make([]keyRec, 0, len(l.keys))
+	for _, r := range l.keys {
+		keys = append(keys, r)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Seq < keys[j].Seq })
+	for _, r := range keys {
+		a := s.accounts[r.Acct]
+		moved, ok := parseUnits(r.USDGMoved)
+		if a == nil || !ok || !validNet(r.Network) {
+			return bad("key", r.ID)
+		}
+		k := &apiKey{id: r.ID, name: r.Name, network: r.Network, acct: a, hash: r.Hash, createdAt: r.CreatedAt,
+			lastUsedAt: r.LastUsed, revokedAt: r.Revoked, requestCount: r.Requests, usdgMoved: moved, seq: r.Seq}
+		s.keys[k.hash] = k
+		s.keysByID[k.id] = k
+	}
+	s.keySeq = l.seq[2]
+	s.transferSeq = l.seq[0]
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		n := s.nets[name]
+		for id, rows := range l.books[name] {
+			if s.accounts[id] == nil {
+				return bad("book", id)
+			}
+			if err := n.ledger.Restore(id, rows); err != nil {
+				return err
+			}
+		}
+		if err := s.installTransfersLocked(n, l.transfers[name]); err != nil {
+			return err
+		}
+		if err := s.installHeldLocked(n, l.held[name]); err != nil {
+			return err
+		}
+		n.held.seq = l.heldSeq[string(name)]
+		n.ledger.Touched()
+	}
+	return nil
+}
+
+func (s *Server) installTransfersLocked(n *network, recs map[string]transferRec) error {
+	ts := make([]transferRec, 0, len(recs))
+	for _, r := range recs {
+		ts = append(ts, r)
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		if !ts[i].CreatedAt.Equal(ts[j].CreatedAt) {
+			return ts[i].CreatedAt.Before(ts[j].CreatedAt)
+		}
+		return ts[i].ID < ts[j].ID
+	})
+	for _, r := range ts {
+		from := s.accounts[r.From]
+		units, ok := parseUnits(r.Units)
+		if from == nil || !ok || !common.IsHexAddress(r.ToAddr) {
+			return fmt.Errorf("transfer %s is inconsistent", r.ID)
+		}
+		t := &transfer{id: r.ID, from: from, toAddr: common.HexToAddress(r.ToAddr), toText: r.ToText, asset: r.Asset,
+			units: units, confidential: r.Confidential, memo: r.Memo, status: r.Status, txHash: r.TxHash, createdAt: r.CreatedAt,
+			confirmedAt: r.ConfirmedAt, failedAt: r.FailedAt, failAtConfirm: r.FailAtConfirm, note: r.Note}
+		if r.To != "" {
+			if t.to = s.accounts[r.To]; t.to == nil {
+				return fmt.Errorf("transfer %s is inconsistent", r.ID)
+			}
+		}
+		if r.Key != "" {
+			if t.key = s.keysByID[r.Key]; t.key == nil {
+				return fmt.Errorf("transfer %s is inconsistent", r.ID)
+			}
+		}
+		n.transfers.byID[t.id] = t
+		n.transfers.index(t.from, t)
+		if t.to != nil && t.to != t.from {
+			n.transfers.index(t.to, t)
+		}
+		if r.Spend != nil {
+			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t)
+		}
+		switch t.status {
+		case confpay.StatusPending:
+			n.transfers.pending[t] = struct{}{}
+			t.timer = s.clock.At(t.createdAt.Add(s.opts.blockTime), func(at time.Time) { s.confirm(n, t, at) })
+		case confpay.StatusConfirmed, confpay.StatusFailed:
+		default:
+			return fmt.Errorf("transfer %s has status %q", r.ID, r.Status)
+		}
+	}
+	return nil
+}
+
+func (s *Server) installHeldLocked(n *network, recs map[string]heldRec) error {
+	hs := make([]heldRec, 0, len(recs))
+	for _, r := range recs {
+		hs = append(hs, r)
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i].Seq < hs[j].Seq })
+	for _, r := range hs {
+		agent := s.accounts[r.Agent]
+		units, ok := parseUnits(r.Units)
+		if agent == nil || !agent.isAgent() || !ok {
+			return fmt.Errorf("held payment %s is inconsistent", r.ID)
+		}
+		h := &heldTx{id: r.ID, seq: r.Seq, agent: agent, toText: r.ToText, asset: r.Asset, confidential: r.Confidential,
+			status: r.Status, requestedAt: r.RequestedAt, expiresAt: r.ExpiresAt, decidedAt: r.DecidedAt, note: r.Note, noteReader: r.NoteReader}
+		if r.Key != "" {
+			if h.key = s.keysByID[r.Key]; h.key == nil {
+				return fmt.Errorf("held payment %s is inconsistent", r.ID)
+			}
+		}
+		if r.Transfer != "" {
+			if h.transfer = n.transfers.byID[r.Transfer]; h.transfer == nil {
+				return fmt.Errorf("held payment %s is inconsistent", r.ID)
+			}
+		}
+		if r.Payable {
+			if !common.IsHexAddress(r.ToAddr) {
+				return fmt.Errorf("held payment %s is inconsistent", r.ID)
+			}
+			h.p = &payment{from: agent, toAddr: common.HexToAddress(r.ToAddr), toText: r.ToText, asset: r.Asset, units: units,
+				confidential: r.Confidential, memo: r.Memo}
+			if r.To != "" {
+				if h.p.to = s.accounts[r.To]; h.p.to == nil {
+					return fmt.Errorf("held payment %s is inconsistent", r.ID)
+				}
+			}
+		}
+		n.held.all[h.id] = heldRecord{h: h, units: units, memo: r.Memo}
+		n.held.order = append(n.held.order, h)
+		switch h.status {
+		case heldPending:
+			if h.p == nil {
+				return fmt.Errorf("held payment %s is inconsistent", r.ID)
+			}
+			n.held.byID[h.id] = h
+			owner := agent.owner
+			if n.held.pending[owner] == nil {
+				n.held.pending[owner] = map[string]*heldTx{}
+			}
+			n.held.pending[owner][h.id] = h
+			n.held.waiting[agent]++
+			h.timer = s.clock.At(h.expiresAt, func(time.Time) { s.expire(n, h) })
+		case heldExpired:
+			n.held.byID[h.id] = h
+		case heldApproved, heldRejected:
+		default:
+			return fmt.Errorf("held payment %s has status %q", r.ID, r.Status)
+		}
+	}
+	return nil
+}
+
+// openDataDir opens dir, replays it into s and rewrites it as a snapshot.
+// It reports whether the directory held no state (for -seed).
+func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
+	jr, c, err := journal.Open(dir, noSync)
+	if err != nil {
+		return false, err
+	}
+	l := newLoaded()
+	recs := slices.Concat(c.Snapshot, c.Journal)
+	for i, p := range recs {
+		if err := l.apply(p); err != nil {
+			jr.Close()
+			return false, fmt.Errorf("data directory %s: record %d: %w", dir, i+1, err)
+		}
+	}
+	if len(recs) > 0 {
+		if !s.opts.realClock {
+			s.clock.Set(l.now)
+		}
+		for _, a := range l.assets {
+			if apiErr := s.assets.set(a); apiErr != nil {
+				jr.Close()
+				return false, fmt.Errorf("data directory %s: asset %s: %s", dir, a.Code, apiErr.Error())
+			}
+		}
+		s.mu.Mutex.Lock()
+		err = s.installLocked(l)
+		s.mu.Mutex.Unlock()
+		if err != nil {
+			jr.Close()
+			return false, fmt.Errorf("data directory %s: %w", dir, err)
+		}
+	}
+	s.mu.Mutex.Lock()
+	err = jr.Rewrite(s.snapshotLocked)
+	s.mu.Mutex.Unlock()
+	if err != nil {
+		jr.Close()
+		return false, err
+	}
+	s.jr = jr
+	return len(l.accounts) == 0, nil
+}
+
+// WithDataDir keeps the server's state in directory dir (created 0700 if
+// missing; its files are 0600), so that it survives a restart and a crash:
+// every answer is written only once its effect is fsynced there. A
+// second server on the same directory is refused. Without it nothing
+// touches the disk. See docs/fakeserver.md, "A data directory".
+func WithDataDir(dir string) Option { return func(o *options) { o.dataDir = dir } }
+
+// WithDataDirNoSync makes WithDataDir write without fsync: every answer
+// still follows the write of its effect to the operating system, so a
+// crash of the process (kill -9) loses nothing, but a crash of the machine
+// may lose the last writes. It is several times faster on most disks.
+func WithDataDirNoSync() Option { return func(o *options) { o.dataNoSync = true } }
+
+// DataDirWasEmpty reports whether the data directory held no state when
+// the server opened it (false without WithDataDir): the binary seeds only
+// then.
+func (s *Server) DataDirWasEmpty() bool { return s.dataEmpty }
+
+// clockMoved records the clock's new time after Advance or Set.
+func (s *Server) clockMoved() {
+	if s.jr == nil {
+		return
+	}
+	s.mu.Lock()
+	s.markClock()
+	s.mu.Unlock()
+}

@@ -1,0 +1,93 @@
+package fakeserver_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
+)
+
+// BenchmarkTransferCreateDataDir: POST /v1/transfers through the handler,
+// 8 clients in parallel, without a data directory, with one (fsync), and
+// with one without fsync, in the same run (BENCHMARKS.md).
+func BenchmarkTransferCreateDataDir(b *testing.B) {
+	for _, mode := range []string{"memory", "data", "data-nosync"} {
+		b.Run(mode, func(b *testing.B) {
+			opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithBlockTime(time.Hour)}
+			dir := b.TempDir()
+			switch mode {
+			case "data":
+				opts = append(opts, fakeserver.WithDataDir(dir))
+			case "data-nosync":
+				opts = append(opts, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+			}
+			srv := fakeserver.New(b, opts...)
+			alice := newAccount(b, srv, "@alice")
+			newAccount(b, srv, "@bob")
+			fundOn(b, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000000")
+			h := srv.Handler()
+			b.SetParallelism(4) // 4 × GOMAXPROCS clients
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`); a.status != 201 {
+						b.Errorf("status %d", a.status)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if mode != "memory" {
+				srv.Close()
+				st, err := os.Stat(filepath.Join(dir, journal.JournalFile))
+				if err == nil {
+					b.ReportMetric(float64(st.Size())/float64(b.N), "journal-B/transfer")
+				}
+			}
+		})
+	}
+}
+
+// TestDataDirRestartTime measures a restart with many transfers stored
+// (CONFPAY_RESTART_TRANSFERS, default 2,000; BENCHMARKS.md used 100,000):
+// the time to open the directory and the snapshot's bytes per transfer.
+func TestDataDirRestartTime(t *testing.T) {
+	n := 2_000
+	if v := os.Getenv("CONFPAY_RESTART_TRANSFERS"); v != "" {
+		if _, err := fmtSscan(v, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener())
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000000")
+	h := srv.Handler()
+	for i := 0; i < n; i++ {
+		if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`); a.status != 201 {
+			t.Fatalf("status %d", a.status)
+		}
+	}
+	srv.Settle()
+	srv.Close()
+	start := time.Now()
+	srv2, err := fakeserver.Open(fakeserver.WithDataDir(dir), fakeserver.WithoutListener())
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	defer srv2.Close()
+	st, err := os.Stat(filepath.Join(dir, journal.SnapshotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d transfers: restart %v, snapshot %d bytes (%.0f B/transfer)", n, took, st.Size(), float64(st.Size())/float64(n))
+}
+
+func fmtSscan(s string, n *int) (int, error) { return fmt.Sscan(s, n) }
