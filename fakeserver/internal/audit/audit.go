@@ -113,8 +113,9 @@ type Log struct {
 }
 
 // ring holds an owner's requests in chunks of chunkLen, so that a growing
-// record never copies what it holds (a contiguous slice of 10,000
-// requests, doubled as it grew, was most of the audit's cost per call).
+// record copies at most a chunk (a contiguous slice of 10,000 requests,
+// copied whole each time it doubled, was most of the audit's cost per
+// call).
 type ring struct {
 	chunks [][]Request
 	n      int // requests held, at most the log's max
@@ -144,7 +145,13 @@ func (l *Log) Add(owner string, r Request) {
 	}
 	if rg.n < l.max {
 		if rg.n%chunkLen == 0 {
-			rg.chunks = append(rg.chunks, make([]Request, 0, min(chunkLen, l.max-rg.n)))
+			// The first chunk grows as a slice does (an owner with a few
+			// requests holds a few); the others are made whole.
+			size := 0
+			if rg.n > 0 {
+				size = min(chunkLen, l.max-rg.n)
+			}
+			rg.chunks = append(rg.chunks, make([]Request, 0, size))
 		}
 		last := &rg.chunks[len(rg.chunks)-1]
 		*last = append(*last, r)
