@@ -133,6 +133,9 @@ func TestLogBoundAcrossChunks(t *testing.T) {
 		l := NewLog(max)
 		for n := 1; n <= 3*max+5; n++ {
 			l.Add("a", Request{Status: n})
+			if n%61 != 0 && n < 3*max { // check every order now and then, and at the end
+				continue
+			}
 			got := l.Requests("a")
 			if len(got) != min(n, max) {
 				t.Fatalf("max %d, %d added: %d kept", max, n, len(got))
