@@ -14,7 +14,6 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/audit"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
-	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 )
 
 // The audit of the code under test: the server keeps a bounded record of
@@ -115,18 +114,14 @@ func (s *Server) recordCall(c *call) {
 	}
 	if keys := c.r.Header.Values("Idempotency-Key"); len(keys) == 1 {
 		r.Key = keys[0]
-		target := c.r.URL.EscapedPath()
-		if c.r.URL.RawQuery != "" {
-			target += "?" + c.r.URL.RawQuery
-		}
-		r.Digest = idempotency.Fingerprint(c.r.Method, target, c.body)
+		r.Digest = c.fingerprint()
 	}
 	if ra := c.w.Header().Get("Retry-After"); ra != "" {
 		if n, err := strconv.Atoi(ra); err == nil && n >= 0 {
 			r.RetryAfter = time.Duration(n) * time.Second
 		}
 	}
-	s.audits.Add(auditOwner(c.acct.id, c.net.name), r)
+	s.audits.Add(c.owner(), r)
 }
 
 func auditOwner(acct string, n confpay.Network) string { return acct + "\x00" + string(n) }

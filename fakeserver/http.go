@@ -66,6 +66,12 @@ type call struct {
 	replayed   bool
 	arrived    time.Time // clock.Mono when the call reached serve
 	at         time.Time // the server's clock then
+
+	// Computed once for the idempotency store and the audit (fingerprint,
+	// owner).
+	digest    [32]byte
+	hasDigest bool
+	ownerKey  string
 }
 
 // routeTable is the whole HTTP face, /v1 and /_fake, by ServeMux pattern.

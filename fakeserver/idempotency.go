@@ -41,13 +41,8 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		return
 	}
 	st := s.idempotent
-	owner := c.acct.id + "\x00" + string(c.net.name)
-	target := c.r.URL.EscapedPath()
-	if c.r.URL.RawQuery != "" {
-		target += "?" + c.r.URL.RawQuery
-	}
 	now := s.clock.Now()
-	e, verdict, stored, retry := st.Begin(owner, keys[0], idempotency.Fingerprint(c.r.Method, target, c.body), now)
+	e, verdict, stored, retry := st.Begin(c.owner(), keys[0], c.fingerprint(), now)
 	switch verdict {
 	case idempotency.Reused:
 		s.writeError(c, newError(http.StatusUnprocessableEntity, confpay.CodeIdempotencyKeyReused,
@@ -102,6 +97,28 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		kept = true
 	}
 	s.writeRaw(c, status, body)
+}
+
+// fingerprint is the request's idempotency fingerprint (method, target
+// and body), computed once a call for the store and the audit.
+func (c *call) fingerprint() [32]byte {
+	if !c.hasDigest {
+		target := c.r.URL.EscapedPath()
+		if c.r.URL.RawQuery != "" {
+			target += "?" + c.r.URL.RawQuery
+		}
+		c.digest, c.hasDigest = idempotency.Fingerprint(c.r.Method, target, c.body), true
+	}
+	return c.digest
+}
+
+// owner names the caller's account on its network, as the idempotency
+// store and the audit key their records.
+func (c *call) owner() string {
+	if c.ownerKey == "" {
+		c.ownerKey = auditOwner(c.acct.id, c.net.name)
+	}
+	return c.ownerKey
 }
 
 // keepAnswer is the store rule of decisions.md: keep the answer of a

@@ -431,21 +431,20 @@ func (s *Server) kycOK(a *account) bool {
 
 // authenticate resolves the bearer key, or answers 401 unauthorized.
 func (s *Server) authenticate(c *call) *apiError {
-	unauthorized := errUnauthorized()
 	secret, ok := bearerCredential(c.r)
 	if !ok {
-		return unauthorized
+		return errUnauthorized()
 	}
 	n, ok := confpay.NetworkOfKey(secret)
 	if !ok {
-		return unauthorized
+		return errUnauthorized()
 	}
 	h := sha256.Sum256([]byte(secret))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.keys[h] // a map keyed by the hash: the lookup compares hashes, never the key
 	if !ok || k.revokedAt != nil || k.network != n {
-		return unauthorized
+		return errUnauthorized()
 	}
 	now := s.clock.Now()
 	k.lastUsedAt = &now

@@ -263,13 +263,12 @@ func (s *Server) resolveRecipientLocked(text string) (*account, common.Address, 
 	if apiErr != nil {
 		return nil, common.Address{}, apiErr
 	}
-	notFound := newError(http.StatusNotFound, confpay.CodeRecipientNotFound, "no account behind that recipient").withParam("to")
 	switch kind {
 	case toHandle:
 		if a := s.byHandle[key]; a != nil {
 			return a, a.address, nil
 		}
-		return nil, common.Address{}, notFound
+		return nil, common.Address{}, errRecipientNotFound()
 	case toAddress:
 		if a := s.byAddr[key]; a != nil {
 			return a, a.address, nil
@@ -279,8 +278,12 @@ func (s *Server) resolveRecipientLocked(text string) (*account, common.Address, 
 		if a := s.domains[key]; a != nil {
 			return a, a.address, nil
 		}
-		return nil, common.Address{}, notFound
+		return nil, common.Address{}, errRecipientNotFound()
 	}
+}
+
+func errRecipientNotFound() *apiError {
+	return newError(http.StatusNotFound, confpay.CodeRecipientNotFound, "no account behind that recipient").withParam("to")
 }
 
 // recipientText is how a transfer names its recipient: the registered

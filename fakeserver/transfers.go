@@ -2,6 +2,7 @@ package fakeserver
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/big"
@@ -155,7 +156,11 @@ func txHash(chainID uint64, t *transfer) string {
 		b = append(b, 0)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(t.createdAt.UnixNano()))
-	return "0x" + common.Bytes2Hex(crypto.Keccak256(b))
+	h := crypto.Keccak256Hash(b)
+	var out [2 + 2*len(h)]byte // "0x" and lower-case hex, as common.Bytes2Hex: one allocation
+	out[0], out[1] = '0', 'x'
+	hex.Encode(out[2:], h[:])
+	return string(out[:])
 }
 
 func appendLP(b []byte, s string) []byte {

@@ -125,3 +125,26 @@ func TestLogBound(t *testing.T) {
 		t.Errorf("kept %v", got)
 	}
 }
+
+// TestLogBoundAcrossChunks keeps the newest max requests in order when the
+// bound is not a multiple of the storage's chunk and the record wraps.
+func TestLogBoundAcrossChunks(t *testing.T) {
+	for _, max := range []int{1, chunkLen - 1, chunkLen, chunkLen + 1, 3*chunkLen + 7} {
+		l := NewLog(max)
+		for n := 1; n <= 3*max+5; n++ {
+			l.Add("a", Request{Status: n})
+			if n%61 != 0 && n < 3*max { // check every order now and then, and at the end
+				continue
+			}
+			got := l.Requests("a")
+			if len(got) != min(n, max) {
+				t.Fatalf("max %d, %d added: %d kept", max, n, len(got))
+			}
+			for i, r := range got {
+				if want := n - len(got) + 1 + i; r.Status != want {
+					t.Fatalf("max %d, %d added: request %d is %d, want %d", max, n, i, r.Status, want)
+				}
+			}
+		}
+	}
+}
