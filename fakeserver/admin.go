@@ -8,6 +8,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 // The admin interface: the dashboard's jobs (accounts, keys, funding,
@@ -26,6 +27,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/accounts/{account}/keys":      {{"GET", false, s.adminListKeys}, {"POST", false, s.adminIssueKey}},
 		"/_fake/keys/{key_id}":                {{"DELETE", false, s.adminRevokeKey}},
 		"/_fake/fund":                         {{"POST", false, s.adminFund}},
+		"/_fake/inbound":                      {{"POST", false, s.adminInbound}},
 		"/_fake/domains":                      {{"POST", false, s.adminRegisterDomain}},
 		"/_fake/books/{account}":              {{"GET", false, s.adminBooks}},
 		"/_fake/transfers":                    {{"GET", false, s.adminListTransfers}},
@@ -214,6 +216,31 @@ func (s *Server) adminFund(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"account_id": v.AccountID, "network": req.Network, "asset": req.Asset}, nil
+}
+
+// inboundRequest is the body of POST /_fake/inbound.
+type inboundRequest struct {
+	From         string          `json:"from"`
+	To           string          `json:"to"`
+	Network      confpay.Network `json:"network"`
+	Asset        string          `json:"asset"`
+	Amount       string          `json:"amount"`
+	Confidential *bool           `json:"confidential"`
+	// Memo must reach the recipient byte for byte, as a transfer's does.
+	Memo strictjson.ExactString `json:"memo"`
+}
+
+func (s *Server) adminInbound(c *call) (int, any, error) {
+	var req inboundRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	r, err := s.Inbound(InboundParams{From: req.From, To: req.To, Network: req.Network, Asset: req.Asset,
+		Amount: req.Amount, Confidential: req.Confidential, Memo: string(req.Memo)})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, r, nil
 }
 
 // domainRequest is the body of POST /_fake/domains.

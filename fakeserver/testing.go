@@ -80,6 +80,17 @@ func (s *Server) AddFunds(t Tester, accountRef, asset, amount string) {
 	}
 }
 
+// AddInbound pays an account from outside (see Inbound), or fails the
+// test, and returns the pending transfer.
+func (s *Server) AddInbound(t Tester, p InboundParams) TransferRecord {
+	t.Helper()
+	r, err := s.Inbound(p)
+	if err != nil {
+		t.Fatalf("fakeserver: AddInbound(from %s to %s): %v", p.From, p.To, err)
+	}
+	return r
+}
+
 // Balance returns what an account (an agent included) can spend of asset
 // on the test network, from the server's books: its settled balance less
 // what its pending outgoing transfers reserve, the figure its balance
