@@ -126,3 +126,29 @@ func TestInboundOverHTTP(t *testing.T) {
 	srv.Settle()
 	srv.CheckBalance(t, "@alice", "USDG", "3")
 }
+
+// TestInboundIsNotAudited: payments from outside are not the code under
+// test's requests, so two alike (a shop is paid the same price twice)
+// are no double payment, and the books stay conserved while they are
+// pending, after they fail and after they confirm.
+func TestInboundIsNotAudited(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t)
+	newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@bob", "USDG", "10")
+	var ids []string
+	for range 2 {
+		ids = append(ids, srv.AddInbound(t, fakeserver.InboundParams{From: outsider, To: "@alice", Amount: "5", Memo: "price"}).TransferID)
+		ids = append(ids, srv.AddInbound(t, fakeserver.InboundParams{From: "@bob", To: "@alice", Amount: "5", Memo: "price"}).TransferID)
+	}
+	srv.CheckAudit(t)
+	if err := srv.FailTransfer(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	srv.CheckAudit(t)
+	srv.Settle()
+	srv.CheckAudit(t)
+	srv.CheckBalance(t, "@alice", "USDG", "15")
+	srv.CheckBalance(t, "@bob", "USDG", "0")
+}
