@@ -36,6 +36,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/clock":                        {{"GET", false, s.adminGetClock}, {"POST", false, s.adminSetClock}},
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
+		"/_fake/delivery-faults":              {{"GET", false, s.adminListDeliveryFaults}, {"POST", false, s.adminAddDeliveryFault}, {"DELETE", false, s.adminClearDeliveryFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
 		"/_fake/events":                       {{"GET", false, s.adminListEvents}},
 		"/_fake/deliveries":                   {{"GET", false, s.adminListDeliveries}},
@@ -461,6 +462,35 @@ func (s *Server) adminListFaults(c *call) (int, any, error) {
 		out = append(out, v)
 	}
 	return http.StatusOK, map[string]any{"faults": out}, nil
+}
+
+// deliveryFaultRequest is the body of POST /_fake/delivery-faults.
+type deliveryFaultRequest struct {
+	WebhookID string            `json:"webhook_id"`
+	Event     confpay.EventKind `json:"event"`
+	Times     int               `json:"times"`
+	Action    string            `json:"action"`
+}
+
+func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
+	var req deliveryFaultRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	id, err := s.AddDeliveryFault(DeliveryFault{WebhookID: req.WebhookID, Event: req.Event, Times: req.Times, Action: req.Action})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"fault_id": id}, nil
+}
+
+func (s *Server) adminListDeliveryFaults(c *call) (int, any, error) {
+	return http.StatusOK, map[string]any{"faults": s.DeliveryFaults()}, nil
+}
+
+func (s *Server) adminClearDeliveryFaults(c *call) (int, any, error) {
+	s.ClearDeliveryFaults()
+	return http.StatusNoContent, nil, nil
 }
 
 func (s *Server) adminClearFaults(c *call) (int, any, error) {

@@ -166,6 +166,17 @@ func (s *Server) Inject(t Tester, f Fault) string {
 	return id
 }
 
+// InjectDelivery scripts a delivery fault (see AddDeliveryFault) and
+// returns its id, or fails the test.
+func (s *Server) InjectDelivery(t Tester, f DeliveryFault) string {
+	t.Helper()
+	id, err := s.AddDeliveryFault(f)
+	if err != nil {
+		t.Fatalf("fakeserver: InjectDelivery(%s): %v", f.Action, err)
+	}
+	return id
+}
+
 // Held returns a held agent payment with its status (see HeldPayment), or
 // fails the test.
 func (s *Server) Held(t Tester, id string) *HeldPayment {
