@@ -8,6 +8,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/internal/strictjson"
 )
 
 // The admin interface: the dashboard's jobs (accounts, keys, funding,
@@ -26,6 +27,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/accounts/{account}/keys":      {{"GET", false, s.adminListKeys}, {"POST", false, s.adminIssueKey}},
 		"/_fake/keys/{key_id}":                {{"DELETE", false, s.adminRevokeKey}},
 		"/_fake/fund":                         {{"POST", false, s.adminFund}},
+		"/_fake/inbound":                      {{"POST", false, s.adminInbound}},
 		"/_fake/domains":                      {{"POST", false, s.adminRegisterDomain}},
 		"/_fake/books/{account}":              {{"GET", false, s.adminBooks}},
 		"/_fake/transfers":                    {{"GET", false, s.adminListTransfers}},
@@ -34,6 +36,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/clock":                        {{"GET", false, s.adminGetClock}, {"POST", false, s.adminSetClock}},
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
+		"/_fake/delivery-faults":              {{"GET", false, s.adminListDeliveryFaults}, {"POST", false, s.adminAddDeliveryFault}, {"DELETE", false, s.adminClearDeliveryFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
 		"/_fake/events":                       {{"GET", false, s.adminListEvents}},
 		"/_fake/deliveries":                   {{"GET", false, s.adminListDeliveries}},
@@ -214,6 +217,31 @@ func (s *Server) adminFund(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"account_id": v.AccountID, "network": req.Network, "asset": req.Asset}, nil
+}
+
+// inboundRequest is the body of POST /_fake/inbound.
+type inboundRequest struct {
+	From         string          `json:"from"`
+	To           string          `json:"to"`
+	Network      confpay.Network `json:"network"`
+	Asset        string          `json:"asset"`
+	Amount       string          `json:"amount"`
+	Confidential *bool           `json:"confidential"`
+	// Memo must reach the recipient byte for byte, as a transfer's does.
+	Memo strictjson.ExactString `json:"memo"`
+}
+
+func (s *Server) adminInbound(c *call) (int, any, error) {
+	var req inboundRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	r, err := s.Inbound(InboundParams{From: req.From, To: req.To, Network: req.Network, Asset: req.Asset,
+		Amount: req.Amount, Confidential: req.Confidential, Memo: string(req.Memo)})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, r, nil
 }
 
 // domainRequest is the body of POST /_fake/domains.
@@ -434,6 +462,35 @@ func (s *Server) adminListFaults(c *call) (int, any, error) {
 		out = append(out, v)
 	}
 	return http.StatusOK, map[string]any{"faults": out}, nil
+}
+
+// deliveryFaultRequest is the body of POST /_fake/delivery-faults.
+type deliveryFaultRequest struct {
+	WebhookID string            `json:"webhook_id"`
+	Event     confpay.EventKind `json:"event"`
+	Times     int               `json:"times"`
+	Action    string            `json:"action"`
+}
+
+func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
+	var req deliveryFaultRequest
+	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
+		return 0, nil, apiErr
+	}
+	id, err := s.AddDeliveryFault(DeliveryFault{WebhookID: req.WebhookID, Event: req.Event, Times: req.Times, Action: req.Action})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"fault_id": id}, nil
+}
+
+func (s *Server) adminListDeliveryFaults(c *call) (int, any, error) {
+	return http.StatusOK, map[string]any{"faults": s.DeliveryFaults()}, nil
+}
+
+func (s *Server) adminClearDeliveryFaults(c *call) (int, any, error) {
+	s.ClearDeliveryFaults()
+	return http.StatusNoContent, nil, nil
 }
 
 func (s *Server) adminClearFaults(c *call) (int, any, error) {

@@ -30,6 +30,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	amt := func(a string) string { return tr(`"amount":"` + a + `"`) }
 	to := func(r string) string { return `{"amount":"1","to":"` + r + `"}` }
 	bobAddr := bob.info.PublicKey
+	outside := "0x00000000000000000000000000000000000000C0" // an external wallet
 	badSum := badChecksum(common.HexToAddress("0xfb6916095ca1df60bb79ce92ce3ea74c37c5d359").Hex())
 
 	type tc struct {
@@ -125,6 +126,30 @@ func TestBadInputChangesNothing(t *testing.T) {
 		admin("fund exponent", "POST", "/_fake/fund", `{"account":"@alice","amount":"1e5"}`, "amount"),
 		admin("fund bad network", "POST", "/_fake/fund", `{"account":"@alice","amount":"1","network":"main"}`, "network"),
 		admin("fund bad asset", "POST", "/_fake/fund", `{"account":"@alice","amount":"1","asset":"DOGE"}`, "asset"),
+		admin("inbound without from", "POST", "/_fake/inbound", `{"to":"@alice","amount":"1"}`, "from"),
+		admin("inbound from a bad address", "POST", "/_fake/inbound", `{"from":"0x123","to":"@alice","amount":"1"}`, "from"),
+		admin("inbound from a bad checksum", "POST", "/_fake/inbound", `{"from":"`+badSum+`","to":"@alice","amount":"1"}`, "from"),
+		admin("inbound from neither", "POST", "/_fake/inbound", `{"from":"alice","to":"@alice","amount":"1"}`, "from"),
+		admin("inbound from an agent handle", "POST", "/_fake/inbound", `{"from":"@alice/bot","to":"@bob","amount":"1"}`, "from"),
+		admin("inbound from the recipient", "POST", "/_fake/inbound", `{"from":"@alice","to":"@alice","amount":"1"}`, "from"),
+		admin("inbound from the recipient's address", "POST", "/_fake/inbound", `{"from":"`+bobAddr+`","to":"@bob","amount":"1"}`, "from"),
+		admin("inbound without to", "POST", "/_fake/inbound", `{"from":"`+outside+`","amount":"1"}`, "to"),
+		admin("inbound without amount", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice"}`, "amount"),
+		admin("inbound exponent", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1e5"}`, "amount"),
+		admin("inbound zero", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"0"}`, "amount"),
+		admin("inbound bad network", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1","network":"main"}`, "network"),
+		admin("inbound bad asset", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1","asset":"DOGE"}`, "asset"),
+		admin("inbound long memo", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1","memo":"`+strings.Repeat("m", 1025)+`"}`, "memo"),
+		admin("inbound confidential as a string", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1","confidential":"yes"}`, "confidential"),
+		admin("inbound unknown field", "POST", "/_fake/inbound", `{"from":"`+outside+`","to":"@alice","amount":"1","fee":"1"}`, "fee"),
+		{"inbound from an unknown handle", "POST", "/_fake/inbound", `{"from":"@zed","to":"@alice","amount":"1"}`, nil, 404, confpay.CodeNotFound, "from"},
+		{"inbound to an unknown account", "POST", "/_fake/inbound", `{"from":"` + outside + `","to":"@zed","amount":"1"}`, nil, 404, confpay.CodeNotFound, ""},
+		{"inbound confidential to a keyless account", "POST", "/_fake/inbound", `{"from":"` + outside + `","to":"@carol","amount":"1"}`, nil, 422, confpay.CodeRecipientNotConfidentialReady, "to"},
+		{"inbound beyond the payer's books", "POST", "/_fake/inbound", `{"from":"@bob","to":"@alice","amount":"1"}`, nil, 402, confpay.CodeInsufficientBalance, ""},
+		admin("delivery fault without action", "POST", "/_fake/delivery-faults", `{"times":1}`, "action"),
+		admin("delivery fault bad action", "POST", "/_fake/delivery-faults", `{"action":"explode"}`, "action"),
+		admin("delivery fault negative times", "POST", "/_fake/delivery-faults", `{"action":"duplicate","times":-1}`, "times"),
+		admin("delivery fault bad event", "POST", "/_fake/delivery-faults", `{"action":"duplicate","event":"transfer.done"}`, "event"),
 		admin("account bad handle", "POST", "/_fake/accounts", `{"handle":"alice"}`, "handle"),
 		admin("account bad key", "POST", "/_fake/accounts", `{"handle":"@dave","encryption_key":"02abcd"}`, "encryption_key"),
 		admin("account bad type", "POST", "/_fake/accounts", `{"handle":"@dave","type":"agent"}`, "type"),
@@ -167,6 +192,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"PATCH", "/_fake/accounts/%40alice", `"kyc_status":"verified"`, `"kyc_status":"pending"`, `"KYC_Status":"pending"`, "kyc_status"},
 		{"POST", "/_fake/accounts/%40alice/keys", `"network":"test","name":"k"`, `"network":"live"`, `"Network":"live"`, "network"},
 		{"POST", "/_fake/fund", `"account":"@alice","amount":"1"`, `"amount":"1000"`, `"AMOUNT":"1000"`, "amount"},
+		{"POST", "/_fake/inbound", `"from":"0x00000000000000000000000000000000000000C0","to":"@alice","amount":"1"`, `"amount":"1000"`, `"Amount":"1000"`, "amount"},
+		{"POST", "/_fake/inbound", `"to":"@alice","amount":"1","from":"0x00000000000000000000000000000000000000C0"`, `"from":"@bob"`, `"FROM":"@bob"`, "from"},
+		{"POST", "/_fake/delivery-faults", `"action":"duplicate","times":1`, `"times":5`, `"Times":5`, "times"},
 		{"POST", "/_fake/domains", `"account":"@alice","domain":"alice.example"`, `"account":"@bob"`, `"Account":"@bob"`, "account"},
 		{"POST", "/_fake/clock", `"advance":"1s"`, `"advance":"100h"`, `"Advance":"100h"`, "advance"},
 		{"POST", "/_fake/faults", `"action":"error","status":503`, `"status":500`, `"Status":500`, "status"},

@@ -15,6 +15,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/ethereum/go-ethereum/common"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
@@ -90,7 +93,9 @@ func (s *Server) Snapshot() Snapshot {
 			ns.Held[id] = v
 		}
 		for _, id := range n.ledger.Accounts() {
-			ns.Balances[id] = s.booksLocked(n, s.accounts[id])
+			if a := s.accounts[id]; a != nil { // else the outside world (Inbound)
+				ns.Balances[id] = s.booksLocked(n, a)
+			}
 		}
 		ns.Supply = n.ledger.Supply()
 		for id, t := range n.transfers.byID {
@@ -320,6 +325,85 @@ func (s *Server) Fund(accountRef string, n confpay.Network, asset, amount string
 		return apiErr
 	}
 	return nil
+}
+
+// InboundParams is a payment into an account from outside the API
+// (Inbound).
+type InboundParams struct {
+	// From is the payer: a 0x address (EIP-55 checked when mixed case),
+	// an external wallet unless an account holds it; or an account's
+	// @handle. An external wallet's money enters the simulated chain; an
+	// account pays from its own books, as a transfer it sent.
+	From string
+	// To is the recipient account, by id or handle (an agent included).
+	To string
+	// Network defaults to test.
+	Network confpay.Network
+	// Asset defaults to USDG.
+	Asset string
+	// Amount is a decimal string such as "25" or "0.5", at most the
+	// asset's decimals, greater than zero.
+	Amount string
+	// Confidential defaults to true when nil, which needs a recipient
+	// with an encryption key; set it to confpay.Ptr(false) to pay
+	// publicly.
+	Confidential *bool
+	// Memo is sealed with the amount, at most 1024 bytes of UTF-8.
+	Memo string
+}
+
+// Inbound pays an account from outside: a real transfer, pending now and
+// confirmed at the block time (or by Settle), listed for the recipient by
+// GET /v1/transfers, announced by transfer.initiated and
+// transfer.confirmed events with direction received to the recipient's
+// subscriptions, its note sealed to the recipient (and to the sender when
+// it is an account with a key), and its amount in the balance ciphertext
+// a decryption proof reveals once confirmed. It returns the transfer as
+// the books hold it; an external sender's FromAccountID is empty and its
+// From is its checksummed address. Bad input is an error naming the field
+// and changes nothing.
+func (s *Server) Inbound(p InboundParams) (TransferRecord, error) {
+	if p.To == "" {
+		return TransferRecord{}, errInvalid("to", "to is required")
+	}
+	var fromHandle string
+	var fromAddr common.Address
+	switch {
+	case p.From == "":
+		return TransferRecord{}, errInvalid("from", "from is required")
+	case strings.HasPrefix(p.From, "0x") || strings.HasPrefix(p.From, "0X"):
+		a, err := names.ParseAddress(p.From)
+		if err != nil {
+			return TransferRecord{}, errInvalid("from", "from: "+err.Error())
+		}
+		fromAddr = a
+	case names.IsHandle(p.From):
+		fromHandle = p.From
+	default:
+		return TransferRecord{}, errInvalid("from", "from must be a 0x address or an account's @handle")
+	}
+	if p.Network == "" {
+		p.Network = confpay.NetworkTest
+	}
+	pay := &payment{asset: p.Asset, confidential: p.Confidential == nil || *p.Confidential, memo: p.Memo}
+	if pay.asset == "" {
+		pay.asset = confpay.AssetUSDG
+	}
+	if p.Amount == "" {
+		return TransferRecord{}, errInvalid("amount", "amount is required")
+	}
+	units, apiErr := s.assets.parseUnits("amount", pay.asset, p.Amount)
+	if apiErr != nil {
+		return TransferRecord{}, apiErr
+	}
+	pay.units = units
+	if len(p.Memo) > decrypt.MaxMemoBytes {
+		return TransferRecord{}, errInvalid("memo", "memo is longer than 1024 bytes")
+	}
+	if !utf8.ValidString(p.Memo) {
+		return TransferRecord{}, errInvalid("memo", "memo is not valid UTF-8")
+	}
+	return s.inbound(p.Network, p.To, fromHandle, fromAddr, pay)
 }
 
 // Transfer returns one transfer by id, from whichever network holds it.

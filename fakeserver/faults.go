@@ -3,11 +3,13 @@ package fakeserver
 import (
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
 )
 
@@ -246,3 +248,70 @@ func (s *Server) hold(c *call, d time.Duration) bool {
 	t.Stop()
 	return false
 }
+
+// Delivery fault actions (DeliveryFault).
+const (
+	// DeliveryLoseAnswer lets the receiver run, then discards its answer:
+	// the attempt counts as unanswered (response status 0) and the
+	// delivery is retried on its schedule. It exposes a handler that is
+	// not idempotent: it does its work again on the retry.
+	DeliveryLoseAnswer = hooks.FaultLoseAnswer
+	// DeliveryDuplicate sends the attempt twice at once: the same event
+	// id, signature and attempt number, concurrently. It exposes a
+	// handler that checks "seen before?" and records "seen" in two steps.
+	DeliveryDuplicate = hooks.FaultDuplicate
+)
+
+// DeliveryFault is one scripted fault on webhook deliveries: the next
+// Times attempts of deliveries matching WebhookID and Event get Action.
+// Faults are tried in the order they were added; the first one that
+// matches and is not used up applies.
+type DeliveryFault struct {
+	// ID is set by AddDeliveryFault.
+	ID string `json:"fault_id"`
+	// WebhookID is the subscription, or "" for every one.
+	WebhookID string `json:"webhook_id,omitempty"`
+	// Event is an event kind, or "" for every kind.
+	Event confpay.EventKind `json:"event,omitempty"`
+	// Times is how many attempts the fault applies to; 0 means every
+	// matching attempt until the faults are cleared.
+	Times int `json:"times,omitempty"`
+	// Action is DeliveryLoseAnswer or DeliveryDuplicate.
+	Action string `json:"action"`
+	// Used is how many attempts the fault has applied to so far.
+	Used int `json:"used"`
+}
+
+// AddDeliveryFault scripts a delivery fault and returns its id.
+func (s *Server) AddDeliveryFault(f DeliveryFault) (string, error) {
+	switch f.Action {
+	case DeliveryLoseAnswer, DeliveryDuplicate:
+	case "":
+		return "", errInvalid("action", "action is required: lose_answer or duplicate")
+	default:
+		return "", errInvalid("action", "action must be lose_answer or duplicate")
+	}
+	if f.Times < 0 {
+		return "", errInvalid("times", "times must be at least 0 (0: until cleared)")
+	}
+	if f.Event != "" && !slices.Contains(confpay.EventKinds(), f.Event) {
+		return "", errInvalid("event", "event must be an event kind such as transfer.confirmed")
+	}
+	f.ID = names.NewID("dft_")
+	s.hooks.AddFault(hooks.Fault{ID: f.ID, WebhookID: f.WebhookID, Event: string(f.Event), Times: f.Times, Action: f.Action})
+	return f.ID, nil
+}
+
+// DeliveryFaults returns the scripted delivery faults with their use
+// counts, in order.
+func (s *Server) DeliveryFaults() []DeliveryFault {
+	fs := s.hooks.Faults()
+	out := make([]DeliveryFault, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, DeliveryFault{ID: f.ID, WebhookID: f.WebhookID, Event: confpay.EventKind(f.Event), Times: f.Times, Action: f.Action, Used: f.Used})
+	}
+	return out
+}
+
+// ClearDeliveryFaults removes every scripted delivery fault.
+func (s *Server) ClearDeliveryFaults() { s.hooks.ClearFaults() }

@@ -567,3 +567,52 @@ func (s *Server) decisionLocked(n *network, caller *account, id string) (*heldTx
 	}
 	return h, nil
 }
+
+// inbound is a payment into account toRef on network nw from outside the
+// API (Inbound): from an external wallet, fromAddr when fromHandle is
+// empty, whose money enters the simulated chain at submission; or from
+// the wallet of the account fromHandle (or behind fromAddr), a payment
+// from its books like one it sends (402 when they fall short, 403 when
+// its identity is unverified; never an agent, which pays under its
+// policy). p holds the asset, units, confidentiality and memo. The
+// transfer is then recorded, announced, confirmed at its block and
+// sealed like every other; an external sender has no account (id "").
+func (s *Server) inbound(nw confpay.Network, toRef, fromHandle string, fromAddr common.Address, p *payment) (TransferRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	to, n, err := s.accountOnLocked(toRef, nw)
+	if err != nil {
+		return TransferRecord{}, err
+	}
+	from := s.byAddr[strings.ToLower(fromAddr.Hex())]
+	if fromHandle != "" {
+		if from = s.byHandle[strings.ToLower(fromHandle)]; from == nil {
+			return TransferRecord{}, errNotFound("no account " + fromHandle).withParam("from")
+		}
+	}
+	switch {
+	case from == to || fromAddr == to.address:
+		return TransferRecord{}, errInvalid("from", "from is the recipient: a payment to yourself is not allowed")
+	case from != nil && from.isAgent():
+		return TransferRecord{}, errInvalid("from", "an agent pays under its spend policy: send its payment with its API key")
+	case from != nil && !from.kycOK():
+		return TransferRecord{}, errKYC()
+	case p.confidential && !confidentialReady(to):
+		return TransferRecord{}, newError(http.StatusUnprocessableEntity, confpay.CodeRecipientNotConfidentialReady,
+			"the recipient has no encryption key; set confidential to false to pay it publicly").withParam("to")
+	}
+	if from == nil {
+		// The outside world: credited with exactly what it pays, so that
+		// the transfer reserves and settles as any other does.
+		from = &account{handle: fromAddr.Hex(), address: fromAddr}
+		if apiErr := s.fundLocked(n, from, p.asset, p.units); apiErr != nil {
+			return TransferRecord{}, apiErr
+		}
+	}
+	p.from, p.to, p.toAddr, p.toText = from, to, to.address, to.handle
+	t, apiErr := s.submitLocked(n, p, nil)
+	if apiErr != nil {
+		return TransferRecord{}, apiErr
+	}
+	return s.recordLocked(n, t), nil
+}

@@ -80,6 +80,17 @@ func (s *Server) AddFunds(t Tester, accountRef, asset, amount string) {
 	}
 }
 
+// AddInbound pays an account from outside (see Inbound), or fails the
+// test, and returns the pending transfer.
+func (s *Server) AddInbound(t Tester, p InboundParams) TransferRecord {
+	t.Helper()
+	r, err := s.Inbound(p)
+	if err != nil {
+		t.Fatalf("fakeserver: AddInbound(from %s to %s): %v", p.From, p.To, err)
+	}
+	return r
+}
+
 // Balance returns what an account (an agent included) can spend of asset
 // on the test network, from the server's books: its settled balance less
 // what its pending outgoing transfers reserve, the figure its balance
@@ -151,6 +162,17 @@ func (s *Server) Inject(t Tester, f Fault) string {
 	id, err := s.AddFault(f)
 	if err != nil {
 		t.Fatalf("fakeserver: Inject: %v", err)
+	}
+	return id
+}
+
+// InjectDelivery scripts a delivery fault (see AddDeliveryFault) and
+// returns its id, or fails the test.
+func (s *Server) InjectDelivery(t Tester, f DeliveryFault) string {
+	t.Helper()
+	id, err := s.AddDeliveryFault(f)
+	if err != nil {
+		t.Fatalf("fakeserver: InjectDelivery(%s): %v", f.Action, err)
 	}
 	return id
 }

@@ -160,6 +160,7 @@ type Hooks struct {
 	books  map[confpay.Network]*book
 	pool   *pool // nil while stopped
 	closed bool  // Close was called: no pool starts again
+	faults []*Fault
 }
 
 // book is one network's share.
@@ -624,6 +625,7 @@ func (h *Hooks) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	h.faults = nil
 	if !h.closed {
 		h.pool = h.startPool()
 	}
@@ -775,13 +777,14 @@ func (h *Hooks) attempt(p *pool, j job) {
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
 	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
 	subID, deliveryID := d.sub.id, d.id
+	fault := h.faultLocked(d)
 	h.mu.Unlock()
 
 	if body == nil {
 		body = payload.Build(out.eventID, kind, at)
 	}
 	out.body = body
-	code := p.post(ctx, &out)
+	code := p.postFaulted(ctx, &out, fault)
 	cancel()
 	h.cfg.Log.Debug("webhook delivery attempt",
 		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,
