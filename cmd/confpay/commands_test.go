@@ -465,6 +465,15 @@ func TestVerify(t *testing.T) {
 	if strings.Contains(r.stderr+r.stdout, "whsec_test") {
 		t.Error("the secret was printed")
 	}
+	// A secret file group or others can read is refused, as a decryption
+	// key file is, with the chmod that fixes it.
+	for _, perm := range []os.FileMode{0o644, 0o640, 0o604} {
+		open := writeFile(t, "hook.secret", "whsec_test\n", perm)
+		r = run(body, "webhooks", "verify", "--secret-file", open, sig)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "chmod 600 "+open) || strings.Contains(r.stderr+r.stdout, "whsec_test") {
+			t.Errorf("secret file mode %04o: exit %d, stdout %q, stderr %q", perm, r.code, r.stdout, r.stderr)
+		}
+	}
 }
 
 func TestListen(t *testing.T) {

@@ -243,9 +243,13 @@ does not. The body must be the exact bytes received.`,
 			if secretFile == "" {
 				return usagef("webhooks verify needs --secret-file (the secret never goes on the command line)")
 			}
-			raw, err := os.ReadFile(secretFile)
+			if secretFile == "-" {
+				return usagef("webhooks verify reads the body from standard input: give --secret-file a file")
+			}
+			raw, err := a.read(input{flag: "--secret-file", what: "the signing secret", path: secretFile,
+				max: maxKeyFile, limit: "a signing secret is a short string", private: true})
 			if err != nil {
-				return usagef("--secret-file: %v", err)
+				return err
 			}
 			secret := strings.TrimSpace(string(raw))
 			clear(raw)
