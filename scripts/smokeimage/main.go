@@ -5,8 +5,16 @@
 // a receiver on this host (loopback), signature verified; the balance read
 // through /_fake/prove and /v1, and through the SDK's own proof.
 //
+// With -receiver it checks the compose example's topology instead
+// (examples/compose): a webhook receiver in its own container, sharing the
+// server's network namespace, started by -receiver-start with the
+// subscription's secret in CONFPAY_WEBHOOK_SECRET, verifies the deliveries
+// it prints (read by -receiver-logs).
+//
 //	go run ./scripts/smokeimage -free-port            # print a free loopback port
 //	CONFPAY_FAKESERVER_ADMIN_TOKEN=… go run ./scripts/smokeimage -url http://127.0.0.1:PORT
+//	CONFPAY_FAKESERVER_ADMIN_TOKEN=… go run ./scripts/smokeimage -url http://127.0.0.1:PORT \
+//		-receiver 127.0.0.1:RPORT -receiver-start 'podman run …' -receiver-logs 'podman logs …'
 package main
 
 import (
@@ -20,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -33,6 +42,9 @@ func main() {
 	url := flag.String("url", "", "the fakeserver's base URL")
 	wait := flag.Duration("wait", 30*time.Second, "how long to wait for the server to answer, and for the delivery")
 	freePort := flag.Bool("free-port", false, "print a free TCP port on loopback and exit")
+	receiver := flag.String("receiver", "", "check the compose topology: the receiver's address (host:port)")
+	receiverStart := flag.String("receiver-start", "", "with -receiver: a shell command that starts the receiver, the secret in CONFPAY_WEBHOOK_SECRET")
+	receiverLogs := flag.String("receiver-logs", "", "with -receiver: a shell command that prints the receiver's output")
 	flag.Parse()
 	if *freePort {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -49,7 +61,16 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2**wait)
 	defer cancel()
-	if err := smoke(ctx, strings.TrimSuffix(*url, "/"), token, *wait); err != nil {
+	check := func() error { return smoke(ctx, strings.TrimSuffix(*url, "/"), token, *wait) }
+	if *receiver != "" {
+		if *receiverStart == "" || *receiverLogs == "" {
+			fail(errors.New("-receiver needs -receiver-start and -receiver-logs"))
+		}
+		check = func() error {
+			return composeSmoke(ctx, strings.TrimSuffix(*url, "/"), token, *wait, *receiver, *receiverStart, *receiverLogs)
+		}
+	}
+	if err := check(); err != nil {
 		fail(err)
 	}
 	fmt.Println("smoke: ok")
@@ -95,24 +116,43 @@ func admin(ctx context.Context, base, token, method, path string, body, out any)
 	return resp.StatusCode, nil
 }
 
-func smoke(ctx context.Context, base, token string, wait time.Duration) error {
-	// The server is up once /_fake/clock answers with the token.
+// poll calls ok until it returns nil, every 200 ms, for at most wait: it
+// waits for another process (a container starting, its output), never to
+// synchronise with this one.
+func poll(ctx context.Context, wait time.Duration, what string, ok func() error) error {
 	deadline := time.Now().Add(wait)
 	for {
-		_, err := admin(ctx, base, token, "GET", "/_fake/clock", nil, nil)
+		err := ok()
 		if err == nil {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the server did not answer within %s: %v", wait, err)
+			return fmt.Errorf("%s: not within %s: %v", what, wait, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond): // polling a process start, not synchronising a test
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// waitUp waits until the server answers /_fake/clock with the token.
+func waitUp(ctx context.Context, base, token string, wait time.Duration) error {
+	if err := poll(ctx, wait, "the server answering at "+base, func() error {
+		_, err := admin(ctx, base, token, "GET", "/_fake/clock", nil, nil)
+		return err
+	}); err != nil {
+		return err
+	}
 	step("the server answers at %s", base)
+	return nil
+}
+
+func smoke(ctx context.Context, base, token string, wait time.Duration) error {
+	if err := waitUp(ctx, base, token, wait); err != nil {
+		return err
+	}
 
 	if code, _ := admin(ctx, base, "", "POST", "/_fake/reset", nil, nil); code != http.StatusUnauthorized {
 		return fmt.Errorf("POST /_fake/reset without the admin token answered %d, want 401", code)
@@ -206,5 +246,78 @@ func smoke(ctx context.Context, base, token string, wait time.Duration) error {
 		return fmt.Errorf("ReadBalances: %v", err)
 	}
 	step("balance 7.5 USDG read through /_fake/prove and /v1, and through the SDK's own proof")
+	return nil
+}
+
+// composeSmoke checks the compose example's topology: the receiver of
+// examples/compose/receiver runs in its own container in the server's
+// network namespace (compose's network_mode: service:fakeserver), is
+// started with the subscription's secret, and prints the deliveries it
+// verified.
+func composeSmoke(ctx context.Context, base, token string, wait time.Duration, addr, start, logs string) error {
+	if err := waitUp(ctx, base, token, wait); err != nil {
+		return err
+	}
+	var alice struct {
+		TestKey string `json:"test_key"`
+	}
+	if _, err := admin(ctx, base, token, "POST", "/_fake/accounts", map[string]any{"handle": "@compose_alice", "generate_encryption_key": true}, &alice); err != nil {
+		return err
+	}
+	if _, err := admin(ctx, base, token, "POST", "/_fake/accounts", map[string]any{"handle": "@compose_bob", "generate_encryption_key": true}, nil); err != nil {
+		return err
+	}
+	if _, err := admin(ctx, base, token, "POST", "/_fake/fund", map[string]any{"account": "@compose_alice", "amount": "10"}, nil); err != nil {
+		return err
+	}
+	c, err := confpay.NewClient(alice.TestKey, confpay.WithBaseURL(base))
+	if err != nil {
+		return err
+	}
+	w, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "http://" + addr + "/hooks",
+		Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
+	if err != nil {
+		return err
+	}
+	step("webhook %s subscribed: %s", w.WebhookID, w.URL)
+
+	cmd := exec.CommandContext(ctx, "sh", "-c", start)
+	cmd.Env = append(os.Environ(), "CONFPAY_WEBHOOK_SECRET="+w.Secret.Reveal())
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("-receiver-start: %v", err)
+	}
+	if err := poll(ctx, wait, "the receiver listening at "+addr, func() error {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	step("the receiver container listens at %s with the subscription's secret", addr)
+
+	if _, err := c.Transfers.Create(ctx, &confpay.TransferCreateParams{To: "@compose_bob", Amount: confpay.MustParseAmount("1")}); err != nil {
+		return err
+	}
+	var printed string
+	if err := poll(ctx, wait, "the receiver printing the verified transfer.initiated", func() error {
+		out, err := exec.CommandContext(ctx, "sh", "-c", logs).CombinedOutput()
+		printed = string(out)
+		if err != nil {
+			return fmt.Errorf("-receiver-logs: %v", err)
+		}
+		if !strings.Contains(printed, " transfer.initiated evt_") {
+			return errors.New("not printed yet")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%v; the receiver printed:\n%s", err, printed)
+	}
+	if strings.Contains(printed, w.Secret.Reveal()) {
+		return errors.New("the receiver printed the secret")
+	}
+	step("transfer.initiated delivered to the receiver container, verified and printed")
 	return nil
 }
