@@ -18,8 +18,8 @@ const (
 	// schedule, as when a connection drops after the receiver's work.
 	FaultLoseAnswer = "lose_answer"
 	// FaultDuplicate makes the attempt twice at once, the same request
-	// (event id, signature, attempt number) concurrently; the first
-	// answer is recorded.
+	// (event id, signature, attempt number) concurrently; the original's
+	// answer is recorded, once both have answered.
 	FaultDuplicate = "duplicate"
 	// FaultDelay holds the attempt for Fault.Delay of server time before
 	// it is made. Meanwhile the subscription's other attempts go ahead of
