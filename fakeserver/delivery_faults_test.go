@@ -484,8 +484,8 @@ func TestHeldDeliveryEndsWithItsSubscription(t *testing.T) {
 	}
 }
 
-// TestDeliveryRecordsKeepEveryAttempt: a delivery answered 503, 503, then
-// 200 keeps the three attempts, with their instants on the retry
+// TestDeliveryRecordsKeepEveryAttempt: a delivery whose first answer is
+// lost (lose_answer), then answered 503, then 200 keeps the three attempts, with their instants on the retry
 // schedule, statuses and durations, in the direct API and
 // /_fake/deliveries alike.
 func TestDeliveryRecordsKeepEveryAttempt(t *testing.T) {
@@ -501,6 +501,7 @@ func TestDeliveryRecordsKeepEveryAttempt(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}), hookSecret, confpay.EventTransferInitiated)
+	srv.InjectDelivery(t, fakeserver.DeliveryFault{Times: 1, Action: fakeserver.DeliveryLoseAnswer})
 	srv.AddInbound(t, fakeserver.InboundParams{From: outsider, To: "@shop", Amount: "1"})
 	first := srv.Now()
 	srv.Advance(5 * time.Second)
@@ -514,14 +515,15 @@ func TestDeliveryRecordsKeepEveryAttempt(t *testing.T) {
 	want := []struct {
 		at     time.Time
 		status int
-	}{{first, 503}, {first.Add(5 * time.Second), 503}, {first.Add(5*time.Second + 5*time.Minute), 200}}
+		fault  string
+	}{{first, 0, fakeserver.DeliveryLoseAnswer}, {first.Add(5 * time.Second), 503, ""}, {first.Add(5*time.Second + 5*time.Minute), 200, ""}}
 	if d.Status != confpay.DeliverySucceeded || d.Attempts != len(want) || len(d.AttemptLog) != len(want) {
 		t.Fatalf("record %+v; want succeeded after 3 attempts, all logged", d)
 	}
 	for i, w := range want {
 		a := d.AttemptLog[i]
-		if !a.At.Equal(w.at) || a.ResponseStatus != w.status || a.Duration <= 0 || a.Fault != "" {
-			t.Errorf("attempt %d: %+v; want at %v, status %d, a duration", i+1, a, w.at, w.status)
+		if !a.At.Equal(w.at) || a.ResponseStatus != w.status || a.Duration <= 0 || a.Fault != w.fault {
+			t.Errorf("attempt %d: %+v; want at %v, status %d, a duration, fault %q", i+1, a, w.at, w.status, w.fault)
 		}
 	}
 
