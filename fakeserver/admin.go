@@ -464,12 +464,20 @@ func (s *Server) adminListFaults(c *call) (int, any, error) {
 	return http.StatusOK, map[string]any{"faults": out}, nil
 }
 
-// deliveryFaultRequest is the body of POST /_fake/delivery-faults.
+// deliveryFaultRequest is the body of POST /_fake/delivery-faults: a
+// DeliveryFault with its delay as a Go duration string.
 type deliveryFaultRequest struct {
 	WebhookID string            `json:"webhook_id"`
 	Event     confpay.EventKind `json:"event"`
 	Times     int               `json:"times"`
 	Action    string            `json:"action"`
+	Delay     string            `json:"delay"`
+}
+
+// deliveryFaultView is a DeliveryFault on the wire.
+type deliveryFaultView struct {
+	DeliveryFault
+	Delay string `json:"delay,omitempty"`
 }
 
 func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
@@ -477,7 +485,15 @@ func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
 	if apiErr := decodeStrict(c.body, &req); apiErr != nil {
 		return 0, nil, apiErr
 	}
-	id, err := s.AddDeliveryFault(DeliveryFault{WebhookID: req.WebhookID, Event: req.Event, Times: req.Times, Action: req.Action})
+	f := DeliveryFault{WebhookID: req.WebhookID, Event: req.Event, Times: req.Times, Action: req.Action}
+	if req.Delay != "" {
+		d, err := time.ParseDuration(req.Delay)
+		if err != nil {
+			return 0, nil, errInvalid("delay", "delay must be a Go duration such as \"2m\"")
+		}
+		f.Delay = d
+	}
+	id, err := s.AddDeliveryFault(f)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -485,7 +501,16 @@ func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
 }
 
 func (s *Server) adminListDeliveryFaults(c *call) (int, any, error) {
-	return http.StatusOK, map[string]any{"faults": s.DeliveryFaults()}, nil
+	fs := s.DeliveryFaults()
+	out := make([]deliveryFaultView, 0, len(fs))
+	for _, f := range fs {
+		v := deliveryFaultView{DeliveryFault: f}
+		if f.Delay > 0 {
+			v.Delay = f.Delay.String()
+		}
+		out = append(out, v)
+	}
+	return http.StatusOK, map[string]any{"faults": out}, nil
 }
 
 func (s *Server) adminClearDeliveryFaults(c *call) (int, any, error) {

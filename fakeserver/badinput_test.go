@@ -150,6 +150,17 @@ func TestBadInputChangesNothing(t *testing.T) {
 		admin("delivery fault bad action", "POST", "/_fake/delivery-faults", `{"action":"explode"}`, "action"),
 		admin("delivery fault negative times", "POST", "/_fake/delivery-faults", `{"action":"duplicate","times":-1}`, "times"),
 		admin("delivery fault bad event", "POST", "/_fake/delivery-faults", `{"action":"duplicate","event":"transfer.done"}`, "event"),
+		admin("delivery delay without delay", "POST", "/_fake/delivery-faults", `{"action":"delay"}`, "delay"),
+		admin("delivery delay not a duration", "POST", "/_fake/delivery-faults", `{"action":"delay","delay":"soon"}`, "delay"),
+		admin("delivery delay as a number", "POST", "/_fake/delivery-faults", `{"action":"delay","delay":120}`, "delay"),
+		admin("delivery delay negative", "POST", "/_fake/delivery-faults", `{"action":"delay","delay":"-1s"}`, "delay"),
+		admin("delivery delay zero", "POST", "/_fake/delivery-faults", `{"action":"delay","delay":"0s"}`, "delay"),
+		admin("delivery delay past the retry window", "POST", "/_fake/delivery-faults", `{"action":"delay","delay":"24h0m1s"}`, "delay"),
+		admin("delivery reorder negative bound", "POST", "/_fake/delivery-faults", `{"action":"reorder","delay":"-1m"}`, "delay"),
+		admin("delivery reorder bound past the retry window", "POST", "/_fake/delivery-faults", `{"action":"reorder","delay":"25h"}`, "delay"),
+		admin("delivery reorder bad times", "POST", "/_fake/delivery-faults", `{"action":"reorder","times":-2}`, "times"),
+		admin("delay on a duplicate fault", "POST", "/_fake/delivery-faults", `{"action":"duplicate","delay":"1s"}`, "delay"),
+		admin("delay on a lose_answer fault", "POST", "/_fake/delivery-faults", `{"action":"lose_answer","delay":"1s"}`, "delay"),
 		admin("account bad handle", "POST", "/_fake/accounts", `{"handle":"alice"}`, "handle"),
 		admin("account bad key", "POST", "/_fake/accounts", `{"handle":"@dave","encryption_key":"02abcd"}`, "encryption_key"),
 		admin("account bad type", "POST", "/_fake/accounts", `{"handle":"@dave","type":"agent"}`, "type"),
@@ -195,6 +206,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"POST", "/_fake/inbound", `"from":"0x00000000000000000000000000000000000000C0","to":"@alice","amount":"1"`, `"amount":"1000"`, `"Amount":"1000"`, "amount"},
 		{"POST", "/_fake/inbound", `"to":"@alice","amount":"1","from":"0x00000000000000000000000000000000000000C0"`, `"from":"@bob"`, `"FROM":"@bob"`, "from"},
 		{"POST", "/_fake/delivery-faults", `"action":"duplicate","times":1`, `"times":5`, `"Times":5`, "times"},
+		{"POST", "/_fake/delivery-faults", `"action":"delay","delay":"1s"`, `"delay":"2s"`, `"Delay":"2s"`, "delay"},
 		{"POST", "/_fake/domains", `"account":"@alice","domain":"alice.example"`, `"account":"@bob"`, `"Account":"@bob"`, "account"},
 		{"POST", "/_fake/clock", `"advance":"1s"`, `"advance":"100h"`, `"Advance":"100h"`, "advance"},
 		{"POST", "/_fake/faults", `"action":"error","status":503`, `"status":500`, `"Status":500`, "status"},
@@ -321,5 +333,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			t.Errorf("%s: request id %q in body, %q in header", c.name, e.RequestID, a.header.Get("X-Request-Id"))
 		}
 		checkUnchanged(t, srv, before, c.name)
+		if fs := srv.DeliveryFaults(); len(fs) != 0 {
+			t.Fatalf("%s scripted a delivery fault: %+v", c.name, fs)
+		}
 	}
 }

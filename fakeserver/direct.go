@@ -489,9 +489,9 @@ func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, er
 }
 
 // Deliveries returns the delivery records of accountRef's live
-// subscriptions on network n: per subscription (oldest subscription
-// first), oldest delivery first; the account keeps at most about
-// WithMaxDeliveryRecords finished ones.
+// subscriptions on network n, each with every attempt made (AttemptLog):
+// per subscription (oldest subscription first), oldest delivery first;
+// the account keeps at most about WithMaxDeliveryRecords finished ones.
 func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRecord, error) {
 	acct, err := s.accountID(accountRef, n)
 	if err != nil {
@@ -500,7 +500,11 @@ func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRec
 	recs := s.hooks.DeliveryRecords(n, acct)
 	out := make([]DeliveryRecord, len(recs))
 	for i, r := range recs {
-		out[i] = DeliveryRecord{WebhookID: r.WebhookID, Delivery: r.Delivery}
+		log := make([]DeliveryAttempt, len(r.Log))
+		for j, a := range r.Log {
+			log[j] = DeliveryAttempt{At: a.At, ResponseStatus: a.Status, Duration: a.Duration, Fault: a.Fault}
+		}
+		out[i] = DeliveryRecord{WebhookID: r.WebhookID, Delivery: r.Delivery, AttemptLog: log}
 	}
 	return out, nil
 }

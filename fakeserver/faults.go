@@ -260,12 +260,37 @@ const (
 	// id, signature and attempt number, concurrently. It exposes a
 	// handler that checks "seen before?" and records "seen" in two steps.
 	DeliveryDuplicate = hooks.FaultDuplicate
+	// DeliveryDelay holds the attempt for Delay of the server's clock
+	// before it is made (with a virtual clock, until the test advances
+	// past it). Meanwhile the subscription's other attempts go ahead of
+	// it. It exposes a service that takes a webhook not yet arrived for
+	// a payment that did not happen.
+	DeliveryDelay = hooks.FaultDelay
+	// DeliveryReorder holds the attempt back until another attempt to the
+	// same subscription falls due, and sends it right after that one: the
+	// two swap places (a transfer.initiated held this way reaches the
+	// handler after its transfer.confirmed). If none falls due within
+	// Delay of the server's clock (DefaultReorderHold when 0), it goes
+	// then. While one attempt is held, the fault does not hold the
+	// subscription's next one, which releases it: with Times 0 the
+	// attempts swap in pairs. It exposes a handler that assumes order.
+	DeliveryReorder = hooks.FaultReorder
 )
+
+// DefaultReorderHold is the longest DeliveryReorder holds an attempt
+// back when its fault sets no Delay.
+const DefaultReorderHold = hooks.DefaultReorderHold
+
+// MaxDeliveryFaultDelay bounds DeliveryFault.Delay: 24 h, the retry
+// window.
+const MaxDeliveryFaultDelay = hooks.MaxFaultDelay
 
 // DeliveryFault is one scripted fault on webhook deliveries: the next
 // Times attempts of deliveries matching WebhookID and Event get Action.
-// Faults are tried in the order they were added; the first one that
-// matches and is not used up applies.
+// Faults are tried in the order they were added, when an attempt falls
+// due (its first, a retry, or a replay's); the first one that matches
+// and is not used up applies. An attempt a fault held (delay, reorder)
+// is not matched again when it goes.
 type DeliveryFault struct {
 	// ID is set by AddDeliveryFault.
 	ID string `json:"fault_id"`
@@ -276,29 +301,58 @@ type DeliveryFault struct {
 	// Times is how many attempts the fault applies to; 0 means every
 	// matching attempt until the faults are cleared.
 	Times int `json:"times,omitempty"`
-	// Action is DeliveryLoseAnswer or DeliveryDuplicate.
+	// Action is DeliveryLoseAnswer, DeliveryDuplicate, DeliveryDelay or
+	// DeliveryReorder.
 	Action string `json:"action"`
+	// Delay is how long DeliveryDelay holds an attempt (required), and
+	// the longest DeliveryReorder does (0: DefaultReorderHold); at most
+	// MaxDeliveryFaultDelay. The other actions take none. Over HTTP it
+	// is a Go duration string such as "2m".
+	Delay time.Duration `json:"-"`
 	// Used is how many attempts the fault has applied to so far.
 	Used int `json:"used"`
 }
 
-// AddDeliveryFault scripts a delivery fault and returns its id.
-func (s *Server) AddDeliveryFault(f DeliveryFault) (string, error) {
+// validate checks a delivery fault before it is added.
+func (f *DeliveryFault) validate() *apiError {
 	switch f.Action {
 	case DeliveryLoseAnswer, DeliveryDuplicate:
+		if f.Delay != 0 {
+			return errInvalid("delay", "delay goes with the delay and reorder actions only")
+		}
+	case DeliveryDelay:
+		if f.Delay <= 0 {
+			return errInvalid("delay", "delay is required with the delay action: a positive Go duration such as \"2m\"")
+		}
+	case DeliveryReorder:
+		if f.Delay < 0 {
+			return errInvalid("delay", "delay must be a positive Go duration such as \"2m\", or absent")
+		}
 	case "":
-		return "", errInvalid("action", "action is required: lose_answer or duplicate")
+		return errInvalid("action", "action is required: lose_answer, duplicate, delay or reorder")
 	default:
-		return "", errInvalid("action", "action must be lose_answer or duplicate")
+		return errInvalid("action", "action must be lose_answer, duplicate, delay or reorder")
+	}
+	if f.Delay > MaxDeliveryFaultDelay {
+		return errInvalid("delay", "delay must be at most 24h")
 	}
 	if f.Times < 0 {
-		return "", errInvalid("times", "times must be at least 0 (0: until cleared)")
+		return errInvalid("times", "times must be at least 0 (0: until cleared)")
 	}
 	if f.Event != "" && !slices.Contains(confpay.EventKinds(), f.Event) {
-		return "", errInvalid("event", "event must be an event kind such as transfer.confirmed")
+		return errInvalid("event", "event must be an event kind such as transfer.confirmed")
+	}
+	return nil
+}
+
+// AddDeliveryFault scripts a delivery fault and returns its id. Bad input
+// is an error naming the field, and scripts nothing.
+func (s *Server) AddDeliveryFault(f DeliveryFault) (string, error) {
+	if apiErr := f.validate(); apiErr != nil {
+		return "", apiErr
 	}
 	f.ID = names.NewID("dft_")
-	s.hooks.AddFault(hooks.Fault{ID: f.ID, WebhookID: f.WebhookID, Event: string(f.Event), Times: f.Times, Action: f.Action})
+	s.hooks.AddFault(hooks.Fault{ID: f.ID, WebhookID: f.WebhookID, Event: string(f.Event), Times: f.Times, Action: f.Action, Delay: f.Delay})
 	return f.ID, nil
 }
 
@@ -308,10 +362,11 @@ func (s *Server) DeliveryFaults() []DeliveryFault {
 	fs := s.hooks.Faults()
 	out := make([]DeliveryFault, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, DeliveryFault{ID: f.ID, WebhookID: f.WebhookID, Event: confpay.EventKind(f.Event), Times: f.Times, Action: f.Action, Used: f.Used})
+		out = append(out, DeliveryFault{ID: f.ID, WebhookID: f.WebhookID, Event: confpay.EventKind(f.Event), Times: f.Times, Action: f.Action, Delay: f.Delay, Used: f.Used})
 	}
 	return out
 }
 
-// ClearDeliveryFaults removes every scripted delivery fault.
+// ClearDeliveryFaults removes every scripted delivery fault. Attempts a
+// fault already holds (delay, reorder) go when their hold ends.
 func (s *Server) ClearDeliveryFaults() { s.hooks.ClearFaults() }

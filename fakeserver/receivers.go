@@ -1,6 +1,8 @@
 package fakeserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -120,6 +122,55 @@ type DeliveryRecord struct {
 	// Delivery is the record as GET /v1/webhooks/{id}/deliveries shows
 	// it: id, event, status, attempts, last and next attempt.
 	confpay.Delivery
+	// AttemptLog is every attempt made so far, oldest first: one per
+	// attempt (len(AttemptLog) == Attempts), so at most 8 (the first
+	// attempt, six retries and the last at the 24 h mark). The /v1
+	// record shows only the last.
+	AttemptLog []DeliveryAttempt `json:"attempt_log"`
+}
+
+// DeliveryAttempt is one attempt of a delivery. On the wire Duration is a
+// Go duration string ("duration":"1.2ms").
+type DeliveryAttempt struct {
+	// At is when the attempt was made, on the server's clock.
+	At time.Time `json:"at"`
+	// ResponseStatus is the HTTP status the receiver answered, 0 for none
+	// (timeout, refused connection, or an answer lose_answer discarded).
+	ResponseStatus int `json:"response_status"`
+	// Duration is how long the request took until its answer (or until
+	// it failed), in real time whatever the server's clock: the
+	// receiver's latency. Under duplicate, until both copies answered.
+	Duration time.Duration `json:"-"`
+	// Fault is the delivery fault applied to the attempt (lose_answer,
+	// duplicate, delay, reorder), "" for none.
+	Fault string `json:"fault,omitempty"`
+}
+
+// deliveryAttemptWire is a DeliveryAttempt on the wire.
+type deliveryAttemptWire struct {
+	At             time.Time `json:"at"`
+	ResponseStatus int       `json:"response_status"`
+	Duration       string    `json:"duration"`
+	Fault          string    `json:"fault,omitempty"`
+}
+
+// MarshalJSON writes a as /_fake/deliveries shows it.
+func (a DeliveryAttempt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(deliveryAttemptWire{At: a.At, ResponseStatus: a.ResponseStatus, Duration: a.Duration.String(), Fault: a.Fault})
+}
+
+// UnmarshalJSON reads a as /_fake/deliveries shows it.
+func (a *DeliveryAttempt) UnmarshalJSON(b []byte) error {
+	var w deliveryAttemptWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(w.Duration)
+	if err != nil {
+		return fmt.Errorf("fakeserver: delivery attempt duration: %w", err)
+	}
+	*a = DeliveryAttempt{At: w.At, ResponseStatus: w.ResponseStatus, Duration: d, Fault: w.Fault}
+	return nil
 }
 
 // accountID resolves accountRef and checks n.

@@ -14,7 +14,8 @@
 //
 // Deliveries: each attempt is a real HTTP POST made outside the lock, on a
 // goroutine of its own from the moment it is due. Attempts to one
-// subscription are made one at a time, in the order they fall due;
+// subscription are made one at a time, in the order they fall due (a
+// scripted delivery fault may hold one back first: faults.go);
 // different subscriptions' attempts never wait for each other, so a
 // receiver that is slow or never answers delays nobody else's deliveries
 // (see pool).
@@ -242,6 +243,9 @@ type subscription struct {
 	waiting  []job
 	// pending counts its deliveries not yet finished (Config.MaxPending).
 	pending int
+	// held is the deliveries whose attempt a reorder fault holds back
+	// until the subscription's next attempt falls due (faults.go).
+	held []*delivery
 }
 
 func (sub *subscription) wants(kind string) bool {
@@ -275,8 +279,11 @@ type delivery struct {
 	firstAttemptAt time.Time
 	lastAttemptAt  time.Time
 	nextAttemptAt  *time.Time
+	// log is every attempt made, oldest first: one per attempt, so at
+	// most maxAttempts.
+	log []Attempt
 
-	timer     *clock.Timer       // the scheduled retry, if any
+	timer     *clock.Timer       // the scheduled retry or fault's hold, if any
 	abort     context.CancelFunc // cancels the attempt in flight, if any
 	cancelled bool               // subscription deleted or hooks stopped
 }
@@ -709,16 +716,18 @@ func (b *book) trimRecordsLocked(acct string, max int) {
 	}
 }
 
-// dispatchLocked makes d's next attempt due now: it goes to the pool, or
-// waits behind the attempt to the same subscription under way.
-func (h *Hooks) dispatchLocked(d *delivery) {
+// queueLocked makes d's next attempt, under fault (a delivery fault
+// action, or ""), go now: to the pool, or behind the attempts to the same
+// subscription under way or waiting. dispatchLocked (faults.go) is where
+// an attempt falls due; this is where it is queued.
+func (h *Hooks) queueLocked(d *delivery, fault string) {
 	if h.pool == nil || d.cancelled {
 		return
 	}
 	sub := d.sub
 	// The key is the subscription: its attempts go one after another,
 	// so a receiver's clock call waits for none of them (clock.Work.Inside).
-	j := job{d: d, work: h.cfg.Clock.TrackWork(h.cfg.Timeout+trackSlack, sub)}
+	j := job{d: d, fault: fault, work: h.cfg.Clock.TrackWork(h.cfg.Timeout+trackSlack, sub)}
 	if sub.inFlight {
 		sub.waiting = append(sub.waiting, j) // at most sub.pending
 		return
@@ -744,12 +753,14 @@ func (h *Hooks) handOnLocked(sub *subscription) {
 	h.pool.enqueue(h, j)
 }
 
-// dropWaitingLocked forgets sub's waiting attempts.
+// dropWaitingLocked forgets sub's waiting attempts, and those a fault
+// holds back (their deliveries are cancelled by the caller).
 func (h *Hooks) dropWaitingLocked(sub *subscription) {
 	for _, j := range sub.waiting {
 		j.work.Done()
 	}
 	sub.waiting = nil
+	sub.held = nil
 }
 
 // attempt makes one delivery attempt: bookkeeping under the lock, the POST
@@ -777,14 +788,15 @@ func (h *Hooks) attempt(p *pool, j job) {
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
 	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
 	subID, deliveryID := d.sub.id, d.id
-	fault := h.faultLocked(d)
 	h.mu.Unlock()
 
 	if body == nil {
 		body = payload.Build(out.eventID, kind, at)
 	}
 	out.body = body
-	code := p.postFaulted(ctx, &out, fault)
+	began := clock.Mono()
+	code := p.postFaulted(ctx, &out, j.fault)
+	took := clock.Mono().Sub(began)
 	cancel()
 	h.cfg.Log.Debug("webhook delivery attempt",
 		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,
@@ -796,6 +808,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	}
 	d.abort = nil
 	d.responseStatus = code
+	d.log = append(d.log, Attempt{At: start, Status: code, Duration: took, Fault: j.fault})
 	h.recordLocked(p, d, start, code)
 	h.handOnLocked(d.sub)
 	h.mu.Unlock()

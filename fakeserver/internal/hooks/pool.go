@@ -25,13 +25,15 @@ const maxDrainBytes = 64 << 10
 const UserAgent = "confpay-fakeserver-webhooks"
 
 // job is one attempt handed on: at is when it was due (the instant its
-// record shows); work is its tracking on the clock, which the request's
-// context carries (clock.WithWork) so that an in-process receiver's
-// clock calls never wait for their own delivery.
+// record shows); fault is the delivery fault it was matched with when it
+// fell due ("" for none); work is its tracking on the clock, which the
+// request's context carries (clock.WithWork) so that an in-process
+// receiver's clock calls never wait for their own delivery.
 type job struct {
-	d    *delivery
-	at   time.Time
-	work *clock.Work
+	d     *delivery
+	at    time.Time
+	fault string
+	work  *clock.Work
 }
 
 // pool makes the attempts, each on a goroutine of its own from the moment

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"slices"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -59,10 +60,25 @@ func (h *Hooks) payload(e *event) []byte {
 	return e.body
 }
 
-// DeliveryRecord is a delivery record with the subscription it belongs to.
+// DeliveryRecord is a delivery record with the subscription it belongs to
+// and every attempt made so far, oldest first.
 type DeliveryRecord struct {
 	WebhookID string
 	confpay.Delivery
+	Log []Attempt
+}
+
+// Attempt is one attempt of a delivery.
+type Attempt struct {
+	// At is when the attempt was made (server time).
+	At time.Time
+	// Status is the HTTP status recorded for it, 0 for none.
+	Status int
+	// Duration is how long the POST took until its answer (real time,
+	// whatever the server's clock).
+	Duration time.Duration
+	// Fault is the delivery fault applied to it, "" for none.
+	Fault string
 }
 
 // DeliveryRecords returns the delivery records of acct's subscriptions on
@@ -84,7 +100,7 @@ func (h *Hooks) DeliveryRecords(net confpay.Network, acct string) []DeliveryReco
 	var out []DeliveryRecord
 	for _, sub := range subs {
 		for _, d := range sub.deliveries {
-			out = append(out, DeliveryRecord{WebhookID: sub.id, Delivery: *d.view()})
+			out = append(out, DeliveryRecord{WebhookID: sub.id, Delivery: *d.view(), Log: slices.Clone(d.log)})
 		}
 	}
 	return out
