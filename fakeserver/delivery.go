@@ -40,6 +40,7 @@ func (s *Server) newHooks() *hooks.Hooks {
 		MaxPendingPerAccount: s.opts.hookBounds.pendingPerAccount,
 		MaxEvents:            s.opts.hookBounds.events,
 		MaxRecords:           s.opts.hookBounds.records,
+		Chaos:                func(acct, kind string) string { return s.chaos.deliveryFault(acct, kind) },
 	}
 	if s.opts.noDeliveryJitter {
 		cfg.Jitter = hooks.NoJitter

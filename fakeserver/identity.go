@@ -304,6 +304,7 @@ func (s *Server) addAccountLocked(a *account) {
 	s.byHandle[strings.ToLower(a.handle)] = a
 	s.byAddr[strings.ToLower(a.address.Hex())] = a
 	s.markAccount(a)
+	s.chaos.learn(a.id, a.handle)
 }
 
 // newAddress returns a fresh random chain address.

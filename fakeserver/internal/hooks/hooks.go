@@ -150,6 +150,10 @@ type Config struct {
 	// DefaultMaxEvents); MaxRecords the finished delivery records (0:
 	// DefaultMaxRecords). Past either, that account's oldest go.
 	MaxEvents, MaxRecords int
+	// Chaos, when set, is asked for a fault action for an attempt no
+	// scripted fault matched (the subscription's account id and the event
+	// kind); "" for none. It is called with Hooks.mu held.
+	Chaos func(acct, kind string) string
 }
 
 // Hooks holds both networks' subscriptions, events and deliveries.
@@ -778,6 +782,9 @@ func (h *Hooks) attempt(p *pool, j job) {
 	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
 	subID, deliveryID := d.sub.id, d.id
 	fault := h.faultLocked(d)
+	if fault == "" && h.cfg.Chaos != nil {
+		fault = h.cfg.Chaos(d.sub.acct, d.ev.Kind)
+	}
 	h.mu.Unlock()
 
 	if body == nil {
