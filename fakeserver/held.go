@@ -147,8 +147,8 @@ type heldTx struct {
 		amount, perTx, threshold int64
 		bounded                  bool
 	}
-	note        string       // base64url note sealed to the owner, made on first listing
-	noteReader  string       // hex of the key the note is sealed to
+	note       string // base64url note sealed to the owner, made on first listing
+	noteReader string // hex of the key the note is sealed to
 }
 
 // spendWindow is one agent's payments on one network, sorted by the time
