@@ -326,7 +326,9 @@ func (c *chaosState) reset() {
 }
 
 // learn records an account's handle, for the delivery draws (which know
-// the account by id only). Called with s.mu held: c.mu is a leaf.
+// the account by id only): each /v1 caller's (a subscription made over
+// /v1 has called first) and each SubscribeHandler account's. c.mu is a
+// leaf.
 func (c *chaosState) learn(id, handle string) {
 	if !c.on {
 		return

@@ -288,6 +288,7 @@ func (s *Server) ClearFaults() { s.faults.reset() }
 // pickFault is the fault for an authenticated /v1 call: the first
 // scripted fault that applies, else chaos's draw, else nil.
 func (s *Server) pickFault(c *call) *fault {
+	s.chaos.learn(c.acct.id, c.acct.handle) // a /v1 subscription's account is a caller first
 	r := faultTarget{method: c.r.Method, path: c.r.URL.Path, handle: c.acct.handle, id: c.acct.id, keyID: c.key.id}
 	if keys := c.r.Header.Values("Idempotency-Key"); len(keys) == 1 {
 		r.idemKey, r.hasIdemKey = keys[0], true

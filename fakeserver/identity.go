@@ -304,7 +304,6 @@ func (s *Server) addAccountLocked(a *account) {
 	s.byHandle[strings.ToLower(a.handle)] = a
 	s.byAddr[strings.ToLower(a.address.Hex())] = a
 	s.markAccount(a)
-	s.chaos.learn(a.id, a.handle)
 }
 
 // newAddress returns a fresh random chain address.

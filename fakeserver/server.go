@@ -53,7 +53,7 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // it under Server.mu; the pipeline adds to it alone). idempotency's,
 // faultScript.mu and selfAddrs.mu are taken alone, never with another
 // lock held. chaosState.mu is a leaf, taken under Server.mu (an account
-// learned) and hooks.mu (a delivery's draw).
+// learned by SubscribeHandler) and hooks.mu (a delivery's draw).
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
