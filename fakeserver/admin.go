@@ -411,15 +411,19 @@ func (s *Server) adminSetClock(c *call) (int, any, error) {
 // faultRequest is the body of POST /_fake/faults: a Fault with its delay
 // as a Go duration string.
 type faultRequest struct {
-	Method     string `json:"method"`
-	Path       string `json:"path"`
-	Times      int    `json:"times"`
-	Action     string `json:"action"`
-	Status     int    `json:"status"`
-	Code       string `json:"code"`
-	RetryAfter *int   `json:"retry_after"`
-	Delay      string `json:"delay"`
-	TransferID string `json:"transfer_id"`
+	Method         string      `json:"method"`
+	Path           string      `json:"path"`
+	Account        string      `json:"account"`
+	KeyID          string      `json:"key_id"`
+	IdempotencyKey string      `json:"idempotency_key"`
+	Probability    BasisPoints `json:"probability_bp"`
+	Times          int         `json:"times"`
+	Action         string      `json:"action"`
+	Status         int         `json:"status"`
+	Code           string      `json:"code"`
+	RetryAfter     *int        `json:"retry_after"`
+	Delay          string      `json:"delay"`
+	TransferID     string      `json:"transfer_id"`
 }
 
 // faultView is a Fault on the wire.
@@ -434,7 +438,8 @@ func (s *Server) adminAddFault(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	f := Fault{
-		Method: req.Method, Path: req.Path, Times: req.Times, Action: req.Action,
+		Method: req.Method, Path: req.Path, Account: req.Account, KeyID: req.KeyID, IdempotencyKey: req.IdempotencyKey,
+		Probability: req.Probability, Times: req.Times, Action: req.Action,
 		Status: req.Status, Code: req.Code, RetryAfter: req.RetryAfter, TransferID: req.TransferID,
 	}
 	if req.Delay != "" {

@@ -62,9 +62,9 @@ func TestAgentsSpendWindow(t *testing.T) {
 	var w spendWindow
 	pending := &transfer{status: confpay.StatusPending}
 	failed := &transfer{status: confpay.StatusPending}
-	w.add(t0, 10, pending)
-	w.add(t0.Add(time.Hour), 20, &transfer{status: confpay.StatusConfirmed})
-	w.add(t0.Add(2*time.Hour), 40, failed)
+	w.add(t0, 10, pending, nil)
+	w.add(t0.Add(time.Hour), 20, &transfer{status: confpay.StatusConfirmed}, nil)
+	w.add(t0.Add(2*time.Hour), 40, failed, nil)
 	if got := w.total(t0.Add(2 * time.Hour)); got != 70 {
 		t.Errorf("total = %d, want 70", got)
 	}
@@ -87,12 +87,12 @@ func TestAgentsSpendWindow(t *testing.T) {
 	if got := w.total(t0.Add(time.Hour)); got != 30 {
 		t.Errorf("clock set back after the window moved on: %d, want 30", got)
 	}
-	w.add(t0.Add(48*time.Hour), 5, pending)
+	w.add(t0.Add(48*time.Hour), 5, pending, nil)
 	if got := w.total(t0); got != 35 {
 		t.Errorf("clock set back: %d, want 35", got)
 	}
 	// Entries stay in time order whatever order they come in.
-	w.add(t0.Add(30*time.Minute), 7, pending)
+	w.add(t0.Add(30*time.Minute), 7, pending, nil)
 	if got := w.total(t0.Add(24*time.Hour + 45*time.Minute)); got != 20+5 {
 		t.Errorf("after an out-of-order entry: %d, want 25", got)
 	}

@@ -14,6 +14,7 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/audit"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
+	"github.com/confpay/confpay-go/fakeserver/internal/rules"
 )
 
 // The audit of the code under test: the server keeps a bounded record of
@@ -341,6 +342,7 @@ func (s *Server) invariantsLocked(n *network) []audit.Finding {
 			}
 		}
 	}
+	out = append(out, s.policyInvariantsLocked(n)...)
 	for asset, sup := range n.ledger.Supply() {
 		h := held[asset]
 		if h == nil {
@@ -348,6 +350,74 @@ func (s *Server) invariantsLocked(n *network) []audit.Finding {
 		}
 		if h.String() != sup {
 			bad(string(n.name) + " " + asset + ": the accounts hold other than what was funded, less what left for external wallets")
+		}
+	}
+	return out
+}
+
+// policyInvariantsLocked checks that every agent payment on n kept the
+// spend policy it was judged under, as the linearizability test's model
+// does: each payment made (submitted, or approved) was within the
+// per-transaction limit, and with the payments before it in its 24 hours
+// within the daily limit (skipped for an agent whose clock was set
+// backwards, where "before" is ambiguous); each payment waiting for a
+// decision is within the per-transaction limit and over the approval
+// threshold. A failed transfer no longer counts, as for the policy
+// itself. A finding is a bug in the fake.
+func (s *Server) policyInvariantsLocked(n *network) []audit.Finding {
+	var out []audit.Finding
+	bad := func(agent *account, ids []string, msg string) {
+		out = append(out, audit.Finding{Rule: audit.RulePolicyBounds, TransferIDs: ids,
+			Message: "agent " + agent.handle + ": " + msg + ": a bug in the fakeserver, not in your code; please report it."})
+	}
+	agents := make([]*account, 0, len(n.held.spend))
+	for a := range n.held.spend {
+		agents = append(agents, a)
+	}
+	sort.Slice(agents, func(i, j int) bool { return agents[i].seq < agents[j].seq })
+	counts := func(e *spendEntry) bool { return e.t == nil || e.t.status != confpay.StatusFailed }
+	for _, a := range agents {
+		w := n.held.spend[a]
+		var sum int64 // the counting entries in (entries[i].at-24h, entries[i].at]
+		lo := 0
+		for i := range w.entries {
+			e := &w.entries[i]
+			if counts(e) {
+				sum = rules.AddSpend(sum, e.amount)
+			}
+			for cutoff := e.at.Add(-rules.Window); !w.entries[lo].at.After(cutoff); lo++ {
+				if x := &w.entries[lo]; counts(x) {
+					sum -= x.amount
+				}
+			}
+			if !e.bounded || !counts(e) {
+				continue
+			}
+			var id []string
+			if e.t != nil {
+				id = []string{e.t.id}
+			}
+			switch {
+			case e.amount > e.perTx:
+				bad(a, id, "a payment over the per-transaction limit it was judged under was made")
+			case !w.unordered && sum > e.daily:
+				bad(a, id, "a payment took the spend of its 24 hours over the daily limit it was judged under")
+			}
+		}
+	}
+	held := make([]*heldTx, 0)
+	for _, h := range n.held.byID {
+		if h.status == heldPending && h.judged.bounded {
+			held = append(held, h)
+		}
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].seq < held[j].seq })
+	for _, h := range held {
+		switch {
+		case h.judged.amount > h.judged.perTx:
+			bad(h.agent, nil, "held payment "+h.id+" is over the per-transaction limit it was judged under")
+		case h.judged.amount <= h.judged.threshold:
+			bad(h.agent, nil, "held payment "+h.id+" is not over the approval threshold it was judged under")
 		}
 	}
 	return out

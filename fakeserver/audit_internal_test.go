@@ -1,7 +1,10 @@
 package fakeserver
 
 import (
+	"errors"
 	"math/big"
+	"slices"
+	"strings"
 	"testing"
 
 	confpay "github.com/confpay/confpay-go"
@@ -27,5 +30,66 @@ func TestAuditInvariants(t *testing.T) {
 	fs := s.Audit()
 	if len(fs) != 1 || fs[0].Rule != "invariant_money_conserved" || fs[0].Network != confpay.NetworkTest {
 		t.Fatalf("findings %v, want one invariant_money_conserved on test", fs)
+	}
+}
+
+// TestAuditPolicyInvariants: a payment over the per-transaction limit it
+// was judged under, a day over the daily limit, a held payment over the
+// limit or under the threshold are findings of invariant_policy_bounds
+// (of the fake); the same payments within bounds are none.
+func TestAuditPolicyInvariants(t *testing.T) {
+	s := New(t)
+	if _, err := s.CreateAccount(AccountParams{Handle: "@acme", Type: confpay.AccountBusiness, GenerateEncryptionKey: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateAccount(AccountParams{Handle: "@shop", GenerateEncryptionKey: true}); err != nil {
+		t.Fatal(err)
+	}
+	bot := s.AddAgent(t, "@acme", "bot", confpay.SpendPolicyParams{
+		DailyLimitUSDG:          confpay.Ptr(confpay.MustParseLimit("30")),
+		PerTransactionLimitUSDG: confpay.Ptr(confpay.MustParseLimit("10")),
+		HITLThresholdUSDG:       confpay.Ptr(confpay.MustParseLimit("8")),
+	})
+	s.AddFunds(t, bot.Handle, "USDG", "100")
+	c := s.Client(bot.TestKey)
+	for _, v := range []string{"5", "6", "9"} { // two paid, one held (over 8)
+		if _, err := c.Transfers.Create(t.Context(), &confpay.TransferCreateParams{To: "@shop", Amount: confpay.MustParseAmount(v)},
+			confpay.WithIdempotencyKey("pay-"+v)); err != nil && !errors.As(err, new(*confpay.HeldError)) {
+			t.Fatalf("pay %s: %v", v, err)
+		}
+	}
+	if fs := s.Audit(); len(fs) != 0 {
+		t.Fatalf("within the policy: %v", fs)
+	}
+	n := s.nets[confpay.NetworkTest]
+	mutate := func(what string, f func(w *spendWindow, h *heldTx), wantMsg string) {
+		t.Helper()
+		s.mu.Lock()
+		w := n.held.spend[s.byHandle["@acme/bot"]]
+		var h *heldTx
+		for _, x := range n.held.byID {
+			h = x
+		}
+		saved, savedHeld := slices.Clone(w.entries), h.judged
+		f(w, h)
+		s.mu.Unlock()
+		fs := s.Audit()
+		if len(fs) != 1 || fs[0].Rule != "invariant_policy_bounds" || !strings.Contains(fs[0].Message, wantMsg) {
+			t.Errorf("%s: findings %v, want one invariant_policy_bounds: %s", what, fs, wantMsg)
+		}
+		s.mu.Lock()
+		w.entries, h.judged = saved, savedHeld
+		s.mu.Unlock()
+	}
+	mutate("a payment over the per-transaction limit", func(w *spendWindow, _ *heldTx) { w.entries[1].amount = 10_000001 },
+		"over the per-transaction limit it was judged under was made")
+	mutate("a day over the daily limit", func(w *spendWindow, _ *heldTx) { w.entries[0].daily, w.entries[1].daily = 11_000000, 10_000000 },
+		"over the daily limit")
+	mutate("a held payment over the limit", func(_ *spendWindow, h *heldTx) { h.judged.perTx = 8_500000 },
+		"over the per-transaction limit it was judged under")
+	mutate("a held payment under the threshold", func(_ *spendWindow, h *heldTx) { h.judged.threshold = 9_000000 },
+		"not over the approval threshold")
+	if fs := s.Audit(); len(fs) != 0 {
+		t.Fatalf("restored: %v", fs)
 	}
 }

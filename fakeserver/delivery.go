@@ -40,6 +40,7 @@ func (s *Server) newHooks() *hooks.Hooks {
 		MaxPendingPerAccount: s.opts.hookBounds.pendingPerAccount,
 		MaxEvents:            s.opts.hookBounds.events,
 		MaxRecords:           s.opts.hookBounds.records,
+		Chaos:                s.chaos.deliveryFault,
 	}
 	if s.opts.noDeliveryJitter {
 		cfg.Jitter = hooks.NoJitter

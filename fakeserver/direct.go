@@ -464,6 +464,11 @@ func (s *Server) SubscribeHandler(accountRef string, n confpay.Network, h http.H
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if a := s.accounts[acct]; a != nil {
+		s.chaos.learn(a.id, a.handle) // the handle its deliveries' chaos draws for
+	}
+	s.mu.Unlock()
 	w, err := s.hooks.Subscribe(n, acct, s.receivers.add(h), events, secret)
 	if err != nil {
 		return nil, hooksError(err)

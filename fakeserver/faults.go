@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +45,10 @@ const (
 )
 
 // Fault is one scripted fault on the /v1 interface: the next Times requests
-// matching Method and Path get Action. Faults are tried in the order they
-// were added; the first one that matches and is not used up applies.
+// matching Method, Path, Account, KeyID and IdempotencyKey get Action, each
+// with probability Probability. Faults are tried in the order they were
+// added; the first one that matches, is not used up and whose draw
+// succeeds applies.
 type Fault struct {
 	// ID is set by AddFault.
 	ID string `json:"fault_id"`
@@ -55,6 +58,22 @@ type Fault struct {
 	// "/v1/transfers" or "/v1/transfers/*"; "" or "*" matches every /v1
 	// path (the catch-all).
 	Path string `json:"path,omitempty"`
+	// Account is the calling account, a handle ("@alice", "@acme/bot")
+	// or an account id, or "" for any: the account of the request's API
+	// key.
+	Account string `json:"account,omitempty"`
+	// KeyID is the id of the request's API key ("key_…", as the key
+	// listing shows it; never the secret), or "" for any.
+	KeyID string `json:"key_id,omitempty"`
+	// IdempotencyKey is the request's Idempotency-Key, or "" for any
+	// request, with a key or without.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Probability is the chance that a matching request gets the fault,
+	// in basis points (1 to 10,000); 0 means always. The draw comes from
+	// the server's seeded generator (see WithChaos and ChaosSeedEnv): the
+	// n-th request the fault matches gets the same draw on every run with
+	// the same seed.
+	Probability BasisPoints `json:"probability_bp,omitempty"`
 	// Times is how many requests the fault applies to; 0 means every
 	// matching request until the faults are cleared.
 	Times int `json:"times,omitempty"`
@@ -81,40 +100,83 @@ type Fault struct {
 // request can be faulted without touching the server's state.
 type faultScript struct {
 	mu   sync.Mutex
-	list []*Fault
+	list []*scriptedFault
+	seq  uint64 // numbers the faults in the order they were added
+}
+
+// scriptedFault is a fault in the script with what its draws need: its
+// number in the script and how many requests it matched.
+type scriptedFault struct {
+	Fault
+	seq     uint64
+	matched uint64
 }
 
 // fault is a matched fault: a copy taken when it applied.
 type fault = Fault
 
+// faultTarget is what a fault matches of a request.
+type faultTarget struct {
+	method, path string
+	handle, id   string // the caller's account
+	keyID        string
+	idemKey      string
+	hasIdemKey   bool
+}
+
 func (f *faultScript) reset() {
 	f.mu.Lock()
 	f.list = nil
+	f.seq = 0
 	f.mu.Unlock()
 }
 
 // match returns the first fault that applies to the request and counts the
-// use, or nil.
-func (f *faultScript) match(method, p string) *fault {
+// use, or nil. A fault with a probability draws from g for the n-th request
+// it matches.
+func (f *faultScript) match(r faultTarget, g *chaosState) *fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, x := range f.list {
 		if x.Times > 0 && x.Used >= x.Times {
 			continue
 		}
-		if x.Method != "" && x.Method != method {
+		if !x.matches(r) {
 			continue
 		}
-		if x.Path != "" && x.Path != "*" {
-			if ok, _ := path.Match(x.Path, p); !ok {
+		if x.Probability > 0 && x.Probability < Always {
+			x.matched++
+			if !g.hit(x.Probability, "fault", strconv.FormatUint(x.seq, 10), strconv.FormatUint(x.matched, 10)) {
 				continue
 			}
 		}
 		x.Used++
-		cp := *x
+		cp := x.Fault
 		return &cp
 	}
 	return nil
+}
+
+// matches reports whether the request is one x is scripted for.
+func (x *Fault) matches(r faultTarget) bool {
+	if x.Method != "" && x.Method != r.method {
+		return false
+	}
+	if x.Path != "" && x.Path != "*" {
+		if ok, _ := path.Match(x.Path, r.path); !ok {
+			return false
+		}
+	}
+	if x.Account != "" && !strings.EqualFold(x.Account, r.handle) && x.Account != r.id {
+		return false
+	}
+	if x.KeyID != "" && x.KeyID != r.keyID {
+		return false
+	}
+	if x.IdempotencyKey != "" && (!r.hasIdemKey || x.IdempotencyKey != r.idemKey) {
+		return false
+	}
+	return true
 }
 
 // validate checks a fault before it is added.
@@ -152,6 +214,21 @@ func (x *Fault) validate() *apiError {
 	if x.TransferID != "" && x.Action != FaultFailAtConfirmation {
 		return errInvalid("transfer_id", "transfer_id goes with the fail_at_confirmation action only")
 	}
+	if x.Account != "" && !strings.HasPrefix(x.Account, "@") && !strings.HasPrefix(x.Account, "acct_") {
+		return errInvalid("account", "account must be a handle such as @alice or an account id (acct_…)")
+	}
+	if x.KeyID != "" && !strings.HasPrefix(x.KeyID, "key_") {
+		return errInvalid("key_id", "key_id must be an API key id (key_…), never the key itself")
+	}
+	if len(x.IdempotencyKey) > 255 {
+		return errInvalid("idempotency_key", "idempotency_key is at most 255 characters, as the header is")
+	}
+	if x.Probability < 0 || x.Probability > Always {
+		return errInvalid("probability_bp", "probability_bp must be 0 (always) to 10000 basis points")
+	}
+	if x.TransferID != "" && (x.Account != "" || x.KeyID != "" || x.IdempotencyKey != "" || x.Probability != 0) {
+		return errInvalid("transfer_id", "a fault with transfer_id matches no request: no account, key_id, idempotency_key or probability_bp")
+	}
 	return nil
 }
 
@@ -188,7 +265,8 @@ func (s *Server) AddFault(f Fault) (string, error) {
 		return f.ID, nil
 	}
 	s.faults.mu.Lock()
-	s.faults.list = append(s.faults.list, &f)
+	s.faults.seq++
+	s.faults.list = append(s.faults.list, &scriptedFault{Fault: f, seq: s.faults.seq})
 	s.faults.mu.Unlock()
 	return f.ID, nil
 }
@@ -199,13 +277,27 @@ func (s *Server) Faults() []Fault {
 	defer s.faults.mu.Unlock()
 	out := make([]Fault, 0, len(s.faults.list))
 	for _, f := range s.faults.list {
-		out = append(out, *f)
+		out = append(out, f.Fault)
 	}
 	return out
 }
 
 // ClearFaults removes every scripted fault.
 func (s *Server) ClearFaults() { s.faults.reset() }
+
+// pickFault is the fault for an authenticated /v1 call: the first
+// scripted fault that applies, else chaos's draw, else nil.
+func (s *Server) pickFault(c *call) *fault {
+	s.chaos.learn(c.acct.id, c.acct.handle) // a /v1 subscription's account is a caller first
+	r := faultTarget{method: c.r.Method, path: c.r.URL.Path, handle: c.acct.handle, id: c.acct.id, keyID: c.key.id}
+	if keys := c.r.Header.Values("Idempotency-Key"); len(keys) == 1 {
+		r.idemKey, r.hasIdemKey = keys[0], true
+	}
+	if f := s.faults.match(r, s.chaos); f != nil {
+		return f
+	}
+	return s.chaos.apiFault(c)
+}
 
 // applyFault applies f to the call; it reports whether the call is answered.
 func (s *Server) applyFault(c *call, f *fault, rt *route) bool {

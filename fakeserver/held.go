@@ -139,8 +139,16 @@ type heldTx struct {
 	expiresAt   time.Time
 	decidedAt   *time.Time
 	timer       *clock.Timer // the expiry; stopped on decision
-	note        string       // base64url note sealed to the owner, made on first listing
-	noteReader  string       // hex of the key the note is sealed to
+	// judged is what the hold was decided on, for the audit's policy
+	// invariant: the payment's micro-USDG equivalent and the policy's
+	// per-transaction limit and approval threshold then (bounded false:
+	// unknown, as for a held payment read from an older data directory).
+	judged struct {
+		amount, perTx, threshold int64
+		bounded                  bool
+	}
+	note       string // base64url note sealed to the owner, made on first listing
+	noteReader string // hex of the key the note is sealed to
 }
 
 // spendWindow is one agent's payments on one network, sorted by the time
@@ -151,12 +159,21 @@ type heldTx struct {
 // count again when the clock returns to within 24 hours of it.
 type spendWindow struct {
 	entries []spendEntry
+	// unordered is set once an entry was inserted before another (the
+	// clock was set backwards): the audit's daily-limit invariant, which
+	// sums the entries before each, then skips the agent.
+	unordered bool
 }
 
 type spendEntry struct {
 	at     time.Time
 	amount int64 // micro-USDG equivalent, rounded up
 	t      *transfer
+	// The limits of the policy the payment was judged under, for the
+	// audit's policy invariant; bounded is false when unknown (an entry
+	// from a data directory written before they were kept).
+	perTx, daily int64
+	bounded      bool
 }
 
 // total is the spend that counts at now: every pending or confirmed
@@ -178,9 +195,15 @@ func (w *spendWindow) total(now time.Time) int64 {
 }
 
 // add records a submitted payment, in time order.
-func (w *spendWindow) add(at time.Time, amount int64, t *transfer) {
+func (w *spendWindow) add(at time.Time, amount int64, t *transfer, judged *rules.Policy) {
 	e := spendEntry{at: at, amount: amount, t: t}
+	if judged != nil {
+		e.perTx, e.daily, e.bounded = judged.PerTransactionLimit(), judged.DailyLimit(), true
+	}
 	i := sort.Search(len(w.entries), func(i int) bool { return w.entries[i].at.After(at) })
+	if i < len(w.entries) {
+		w.unordered = true
+	}
 	w.entries = slices.Insert(w.entries, i, e)
 }
 

@@ -256,8 +256,8 @@ func (s *Server) serve(c *call, rt *route, params []string) {
 		s.writeError(c, apiErr)
 		return
 	}
-	if rt.auth { // faults script the /v1 interface, never the admin one
-		if f := s.faults.match(r.Method, r.URL.Path); f != nil {
+	if rt.auth { // faults and chaos script the /v1 interface, never the admin one
+		if f := s.pickFault(c); f != nil {
 			if done := s.applyFault(c, f, rt); done {
 				return
 			}

@@ -874,6 +874,15 @@ func (h *linzHarness) invariants(trIdx map[string]int32) bool {
 			ok = false
 		}
 	}
+	// The audit's own invariants (money conserved, one transfer per key,
+	// policy bounds against the policy each payment was judged under)
+	// agree: none reports anything after a history the model accepts.
+	for _, f := range h.srv.Audit() {
+		if strings.HasPrefix(f.Rule, "invariant_") {
+			t.Errorf("seed %d: the audit's invariant: %s", h.seed, f)
+			ok = false
+		}
+	}
 	// Policy bounds, per network: no agent payment over the highest
 	// per-transaction limit that network's policy ever had, and no
 	// rolling 24-hour window over its highest daily limit (a network

@@ -136,7 +136,7 @@ func (s *Server) approveLocked(n *network, caller *account, id string) (*heldTx,
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	n.held.window(h.agent).add(s.clock.Now(), amount, t)
+	n.held.window(h.agent).add(s.clock.Now(), amount, t, n.policyOf(h.agent.id).rules)
 	h.transfer = t
 	s.markTransfer(n, t)
 	s.decidedLocked(n, h, heldApproved)
@@ -464,13 +464,17 @@ func (s *Server) agentPayLocked(n *network, p *payment, k *apiKey) (*transfer, *
 		if apiErr != nil {
 			return nil, nil, apiErr
 		}
-		n.held.window(p.from).add(s.clock.Now(), amount, t)
+		n.held.window(p.from).add(s.clock.Now(), amount, t, n.policyOf(p.from.id).rules)
 		return t, nil, nil
 	case rules.Hold:
 		if n.held.waiting[p.from] >= s.maxHeld {
 			return nil, nil, errHeldCap()
 		}
-		return nil, s.holdLocked(n, p, k), nil
+		h := s.holdLocked(n, p, k)
+		pr := n.policyOf(p.from.id).rules
+		h.judged.amount, h.judged.perTx, h.judged.bounded = amount, pr.PerTransactionLimit(), true
+		h.judged.threshold, _ = pr.Threshold()
+		return nil, h, nil
 	}
 	return nil, nil, refusal(o)
 }

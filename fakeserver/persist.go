@@ -723,7 +723,7 @@ func (s *Server) installTransfersLocked(n *network, recs map[string]transferRec)
 			n.transfers.index(t.to, t)
 		}
 		if r.Spend != nil {
-			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t)
+			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t, nil)
 		}
 		switch t.status {
 		case confpay.StatusPending:

@@ -52,7 +52,8 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // while one is held. The audit's request log is a leaf too (Audit reads
 // it under Server.mu; the pipeline adds to it alone). idempotency's,
 // faultScript.mu and selfAddrs.mu are taken alone, never with another
-// lock held.
+// lock held. chaosState.mu is a leaf, taken under Server.mu (an account
+// learned by SubscribeHandler) and hooks.mu (a delivery's draw).
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
@@ -88,6 +89,7 @@ type Server struct {
 	assets     *assetBook   // assets.go; kept by Reset
 	hooks      *hooks.Hooks // webhooks, both networks (delivery.go)
 	faults     faultScript
+	chaos      *chaosState // the seeded generator of chaos and fault probabilities (chaos.go)
 	idempotent *idempotency.Store
 	audits     *audit.Log // each account's /v1 requests, for the audit (audit.go)
 
@@ -158,6 +160,7 @@ type options struct {
 	noListener         bool                       // WithoutListener (inmemory.go)
 	audit              AuditConfig                // WithAuditConfig (audit.go)
 	dataDir            string                     // WithDataDir (persist.go)
+	chaos              *chaosConfig               // WithChaos (chaos.go)
 	dataNoSync         bool
 }
 
@@ -348,6 +351,12 @@ func Open(opts ...Option) (*Server, error) {
 	} else {
 		s.clock = clock.NewVirtual(o.start)
 	}
+	chaos, err := newChaos(o.chaos)
+	if err != nil {
+		s.clock.Close()
+		return nil, err
+	}
+	s.chaos = chaos
 	_, _ = rand.Read(s.uiKey[:])
 	s.log = o.logger
 	if s.log == nil {
@@ -389,6 +398,7 @@ func New(t Tester, opts ...Option) *Server {
 		s.Start()
 	}
 	t.Cleanup(s.Close)
+	s.logSeedOnFailure(t)
 	return s
 }
 
@@ -495,6 +505,7 @@ func (s *Server) resetLocked() {
 		n.policies = map[string]*policy{}
 	}
 	s.faults.reset()
+	s.chaos.reset()
 	s.idempotent.Reset()
 	s.audits.Reset()
 	s.hooks.Reset() // a closed server's hooks start no workers again

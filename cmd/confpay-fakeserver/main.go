@@ -127,6 +127,7 @@ type config struct {
 	blockTime, approval        time.Duration
 	virtual, version           bool
 	logFormat, logLevel        string
+	chaos                      string // -chaos, a fakeserver.ParseChaos spec
 	limits                     limits
 	bounds                     bounds
 }
@@ -138,6 +139,7 @@ type bounds struct {
 	maxAgents        int
 	// webhook history and pending deliveries, per account and network
 	maxPending, maxPendingPerAccount, maxEvents, maxRecords int
+	maxAuditRequests                                        int // requests the audit keeps per account and network
 }
 
 // check refuses a bound that would remove the limit: each must be above 0.
@@ -150,7 +152,7 @@ func (b bounds) check() error {
 		v    int
 	}{{"-max-held-per-agent", b.maxHeld}, {"-max-idempotency-keys", b.maxKeys}, {"-max-agents-per-owner", b.maxAgents},
 		{"-max-pending-deliveries", b.maxPending}, {"-max-pending-deliveries-per-account", b.maxPendingPerAccount},
-		{"-max-events", b.maxEvents}, {"-max-delivery-records", b.maxRecords}} {
+		{"-max-events", b.maxEvents}, {"-max-delivery-records", b.maxRecords}, {"-max-audit-requests", b.maxAuditRequests}} {
 		if n.v <= 0 {
 			return fmt.Errorf("%s must be above 0", n.name)
 		}
@@ -163,7 +165,8 @@ func (b bounds) options() []fakeserver.Option {
 	return []fakeserver.Option{fakeserver.WithDeliveryTimeout(b.deliveryTimeout),
 		fakeserver.WithMaxHeldPerAgent(b.maxHeld), fakeserver.WithMaxIdempotencyKeys(b.maxKeys),
 		fakeserver.WithMaxAgentsPerOwner(b.maxAgents), fakeserver.WithMaxPendingDeliveries(b.maxPending, b.maxPendingPerAccount),
-		fakeserver.WithMaxEvents(b.maxEvents), fakeserver.WithMaxDeliveryRecords(b.maxRecords)}
+		fakeserver.WithMaxEvents(b.maxEvents), fakeserver.WithMaxDeliveryRecords(b.maxRecords),
+		fakeserver.WithAuditConfig(fakeserver.AuditConfig{MaxRequests: b.maxAuditRequests})}
 }
 
 // defineFlags defines every flag on fs (the manual, in manual.go, says
@@ -194,6 +197,8 @@ func defineFlags(fs *flag.FlagSet) *config {
 	fs.IntVar(&c.bounds.maxPendingPerAccount, "max-pending-deliveries-per-account", fakeserver.DefaultMaxPendingDeliveries, "webhook deliveries pending per account and network")
 	fs.IntVar(&c.bounds.maxEvents, "max-events", fakeserver.DefaultMaxEvents, "events kept per account and network")
 	fs.IntVar(&c.bounds.maxRecords, "max-delivery-records", fakeserver.DefaultMaxDeliveryRecords, "finished webhook delivery records kept per account and network")
+	fs.IntVar(&c.bounds.maxAuditRequests, "max-audit-requests", fakeserver.DefaultMaxAuditRequests, "requests the audit keeps per account and network")
+	fs.StringVar(&c.chaos, "chaos", "", "chaos on a seed: seed=N,error=200bp,drop=1%,... (see -help)")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	return c
 }
@@ -258,6 +263,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if !cfg.virtual {
 		opts = append(opts, fakeserver.WithRealClock())
+	}
+	if cfg.chaos != "" {
+		seed, rates, err := fakeserver.ParseChaos(cfg.chaos)
+		if err != nil {
+			return fmt.Errorf("-chaos: %w", err)
+		}
+		opts = append(opts, fakeserver.WithChaos(seed, rates))
 	}
 	// The start line: the base URL and what the seed created, keys in
 	// clear (fakeserver.SeededAnswer).

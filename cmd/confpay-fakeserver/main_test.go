@@ -101,6 +101,9 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{"-addr", "256.0.0.1:1"},
 		{"-seed", write("empty.json", "")},
 		{"-admin-token", "two words"},
+		{"-max-audit-requests", "0"},
+		{"-chaos", "error=1%"},                  // no seed
+		{"-chaos", "seed=1,error=60%,drop=50%"}, // over 100 %
 	}
 	for _, args := range cases {
 		var stdout, stderr bytes.Buffer
@@ -227,5 +230,43 @@ func TestRunAdminToken(t *testing.T) {
 	}
 	if got := status(fromEnv, "bearer env-token-0123456789"); got != 200 {
 		t.Errorf("$%s, right token: %d, want 200", adminTokenEnv, got)
+	}
+}
+
+// TestRunChaos: -chaos turns chaos on at the rates given, on /v1 only; a
+// request at error=100% gets an injected error with Retry-After.
+func TestRunChaos(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "seed.json")
+	if err := os.WriteFile(seed, []byte(`{"accounts":[{"handle":"@alice"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := startRunLine(t, "-addr", "127.0.0.1:0", "-seed", seed, "-chaos", "seed=7,error=100%,retry_after=3", "-max-audit-requests", "5")
+	var out struct {
+		URL      string `json:"url"`
+		Accounts []struct {
+			TestKey string `json:"test_key"`
+		} `json:"accounts"`
+	}
+	if err := json.Unmarshal(line, &out); err != nil || len(out.Accounts) != 1 {
+		t.Fatalf("start line %q: %v", line, err)
+	}
+	req, _ := http.NewRequest("GET", out.URL+"/v1/accounts/me", nil)
+	req.Header.Set("Authorization", "Bearer "+out.Accounts[0].TestKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 429 || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("/v1 under chaos: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	resp, err = http.Get(out.URL + "/_fake/clock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/_fake under chaos: %d", resp.StatusCode)
 	}
 }

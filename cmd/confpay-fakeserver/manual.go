@@ -30,6 +30,7 @@ SYNOPSIS
                        [-max-pending-deliveries n]
                        [-max-pending-deliveries-per-account n]
                        [-max-events n] [-max-delivery-records n]
+                       [-max-audit-requests n] [-chaos spec]
     confpay-fakeserver -version
     confpay-fakeserver -help
 
@@ -141,6 +142,24 @@ OPTIONS
         Finished webhook delivery records kept per account and network
         (default 100000; 30 days at most); past it the account's oldest
         go.
+    -max-audit-requests n
+        Requests the audit (GET /_fake/audit) keeps per account and network
+        (default 10000); past it the account's oldest request is
+        forgotten, and with it any finding it made.
+    -chaos spec
+        Chaos on a seed: each /v1 request (never /_fake) and each webhook
+        delivery attempt may get a fault, drawn at the given rates from a
+        generator seeded with seed. spec is comma-separated name=value:
+        seed=N (required); the API faults error (429, 500, 502 or 503),
+        drop (drop_after_commit), reset (reset_after_commit) and delay;
+        the delivery faults lose_answer, duplicate, delivery_delay
+        (held for delay_for) and reorder; each rate in basis
+        points ("250bp") or a percentage with at most two decimals
+        ("2.5%"), the API rates together at most 100 %, the delivery
+        rates too; retry_after=SECONDS on the errors (default 0) and
+        delay_for=DURATION (default 1s). The same seed gives the same
+        faults to the same sequence of requests of each account on each
+        route; CONFPAY_CHAOS_SEED replaces the seed.
     -version
         Print the module version and exit.
     -help
@@ -150,6 +169,9 @@ ENVIRONMENT
     CONFPAY_FAKESERVER_ADMIN_TOKEN
         The admin token when -admin-token is not given; unlike a flag it
         stays out of shell history and process listings.
+    CONFPAY_CHAOS_SEED
+        Replaces the seed of -chaos (and of faults with a probability):
+        the replay of a chaos run.
 
 FILES
     The -seed file, read once at start (and kept in memory for
@@ -169,6 +191,8 @@ EXAMPLES
     Serve it to other hosts (a container, a shared CI runner):
         CONFPAY_FAKESERVER_ADMIN_TOKEN=$(openssl rand -hex 16) \
             confpay-fakeserver -addr 0.0.0.0:12180
+    Shake a client with 2 % errors, 1 % drops and 5 % lost webhook answers:
+        confpay-fakeserver -chaos seed=42,error=2%,drop=1%,lose_answer=5%
     Install it:
         go install github.com/confpay/confpay-go/cmd/confpay-fakeserver@latest
 

@@ -10,6 +10,7 @@
 package audit
 
 import (
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ const (
 	RuleMalformed         = "malformed_request"
 	RuleMoneyConserved    = "invariant_money_conserved"
 	RuleOneTransferPerKey = "invariant_one_transfer_per_key"
+	RulePolicyBounds      = "invariant_policy_bounds"
 )
 
 // Defaults of Config.
@@ -401,8 +403,8 @@ func OneTransferPerKey(reqs []Request) []Finding {
 		if r.Key == "" || r.TransferID == "" {
 			continue
 		}
-		if f := first[r.Key]; f == nil {
-			first[r.Key] = r
+		if f := first[r.Key]; f == nil || r.At.Sub(f.At) >= idempotency.TTL {
+			first[r.Key] = r // a key past its TTL may be used afresh
 		} else if f.TransferID != r.TransferID {
 			out = append(out, Finding{Rule: RuleOneTransferPerKey, RequestIDs: []string{f.ID, r.ID},
 				TransferIDs: []string{f.TransferID, r.TransferID},

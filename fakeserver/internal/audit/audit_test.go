@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 	"slices"
 	"testing"
 	"time"
@@ -91,6 +92,12 @@ func TestOneTransferPerKey(t *testing.T) {
 	b.TransferID = "tr_2"
 	if got := OneTransferPerKey([]Request{a, b}); len(got) != 1 {
 		t.Errorf("two transfers under one key: %v", got)
+	}
+	// Past the key's 24 hours, the server forgot it: a new transfer
+	// under it is no bug of the fake.
+	b.At = a.At.Add(idempotency.TTL)
+	if got := OneTransferPerKey([]Request{a, b}); len(got) != 0 {
+		t.Errorf("a key used again after its TTL: %v", got)
 	}
 }
 

@@ -118,7 +118,11 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 		return
 	}
 	action := ""
-	if f := h.faultLocked(d); f != nil {
+	f := h.faultLocked(d)
+	if f == nil && h.cfg.Chaos != nil {
+		f = h.cfg.Chaos(d.sub.acct, d.ev.Kind)
+	}
+	if f != nil {
 		switch f.Action {
 		case FaultDelay:
 			h.holdLocked(d, f.Delay, FaultDelay)

@@ -151,6 +151,10 @@ type Config struct {
 	// DefaultMaxEvents); MaxRecords the finished delivery records (0:
 	// DefaultMaxRecords). Past either, that account's oldest go.
 	MaxEvents, MaxRecords int
+	// Chaos, when set, is asked for a fault for an attempt falling due
+	// that no scripted fault matched (the subscription's account id and
+	// the event kind); nil for none. It is called with Hooks.mu held.
+	Chaos func(acct, kind string) *Fault
 }
 
 // Hooks holds both networks' subscriptions, events and deliveries.
