@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
@@ -227,11 +226,9 @@ func TestDataDirReset(t *testing.T) {
 }
 
 // restartOptions compare Snapshots across a restart: everything, key
-// usage included, but the webhook machinery's event count (events,
-// subscriptions and deliveries are not kept yet: docs/fakeserver.md).
+// usage, subscriptions and the event count included.
 var restartOptions = cmp.Options{
 	snapshotOptions[1], snapshotOptions[2],
-	cmpopts.IgnoreFields(fakeserver.NetworkSnapshot{}, "Events"),
 }
 
 // FuzzDataDirLoad: a damaged journal (flipped, cut or foreign bytes) is

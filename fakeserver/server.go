@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -105,7 +106,9 @@ type Server struct {
 	// dirty is what the critical section in progress changed.
 	jr        *journal.Journal
 	dirty     dirtySet
-	dataEmpty bool // the data directory held no state when opened
+	dataEmpty bool        // the data directory held no state when opened
+	q         commitQueue // records held behind Idempotency-Key requests (persist_hooks.go)
+	jrDone    atomic.Bool // Close wrote the last record: nothing more is written
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -355,6 +358,7 @@ func Open(opts ...Option) (*Server, error) {
 	}
 	s.hooks = s.newHooks()
 	s.mu.s = s
+	s.q.cond = sync.NewCond(&s.q.mu)
 	s.resetLocked()
 	if o.dataDir != "" {
 		empty, err := s.openDataDir(o.dataDir, o.dataNoSync)
@@ -442,6 +446,11 @@ func (s *Server) Close() {
 			s.mu.Lock()
 			s.dirty.any = s.dirty.any || len(s.dirty.keys) > 0
 			s.mu.Unlock()
+			// The last records; stopping the hooks below cancels the
+			// pending deliveries, which must come back pending.
+			s.mu.Mutex.Lock()
+			s.jrDone.Store(true)
+			s.mu.Mutex.Unlock()
 		}
 		close(s.closing)
 		if s.hs != nil {
