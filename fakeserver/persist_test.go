@@ -242,6 +242,22 @@ func FuzzDataDirLoad(f *testing.F) {
 	if err := srv.Fund(alice.AccountID, confpay.NetworkTest, "USDG", "10"); err != nil {
 		f.Fatal(err)
 	}
+	// The webhook and Idempotency-Key records: a subscription (the SDK
+	// sends a key with every POST), a transfer's events and deliveries
+	// (to a port that refuses), a deleted subscription.
+	ac := newClient(f, srv, alice.TestKey.Reveal(), nil, noRetry)
+	if _, err := ac.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: "http://127.0.0.1:1/h", Events: []confpay.EventKind{"transfer.initiated"}}); err != nil {
+		f.Fatal(err)
+	}
+	gone, err := ac.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: "http://127.0.0.1:1/g", Events: []confpay.EventKind{"transfer.confirmed"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := ac.Webhooks.Delete(context.Background(), gone.WebhookID); err != nil {
+		f.Fatal(err)
+	}
+	send(f, ac, "@bob", "1", public())
+	srv.Sync()
 	// Close writes a snapshot only at the next start: the journal holds
 	// the records.
 	data, err := os.ReadFile(filepath.Join(dir, journal.JournalFile))

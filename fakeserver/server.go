@@ -51,9 +51,11 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // s.mu (hooks.Emit takes hooks.mu inside), so events are recorded in the
 // order they happen. The locks in braces are leaves: nothing is called
 // while one is held. The audit's request log is a leaf too (Audit reads
-// it under Server.mu; the pipeline adds to it alone). idempotency's,
-// faultScript.mu and selfAddrs.mu are taken alone, never with another
-// lock held.
+// it under Server.mu; the pipeline adds to it alone). idempotency's is
+// taken alone, or under Server.mu by the data directory (persist_hooks.go,
+// a leaf there); faultScript.mu and selfAddrs.mu are taken alone, never
+// with another lock held. The data directory's commit queue lock
+// (commitQueue.mu) is a leaf.
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
