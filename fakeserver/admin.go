@@ -38,6 +38,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
 		"/_fake/delivery-faults":              {{"GET", false, s.adminListDeliveryFaults}, {"POST", false, s.adminAddDeliveryFault}, {"DELETE", false, s.adminClearDeliveryFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
+		"/_fake/snapshot":                     {{"GET", false, s.adminSnapshot}}, // backup.go
 		"/_fake/events":                       {{"GET", false, s.adminListEvents}},
 		"/_fake/deliveries":                   {{"GET", false, s.adminListDeliveries}},
 		"/_fake/audit":                        {{"GET", false, s.adminAudit}},    // audit.go

@@ -35,6 +35,7 @@ func (s *Server) newHooks() *hooks.Hooks {
 		Timeout:   s.opts.deliveryTimeout,
 		Transport: hookTransport(receiverRouter{base: tr, rs: &s.receivers}),
 		Log:       s.log,
+		Changed:   s.commitHooks, // persist_hooks.go
 
 		MaxPending:           s.opts.hookBounds.pending,
 		MaxPendingPerAccount: s.opts.hookBounds.pendingPerAccount,

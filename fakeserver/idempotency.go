@@ -69,15 +69,23 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	}
 
 	kept := false
+	// With a data directory the request holds a slot in the commit order
+	// from its handler's start to its answer, so that the answer is in
+	// the same journal record as its effect (persist_hooks.go).
+	var sl *slot
 	defer func() {
 		if !kept { // not kept, or a panic: forget the key so that a retry runs
 			st.Forget(e)
+			s.closeSlot(sl, nil)
 		}
 	}()
 	var status int
 	var body []byte
 	var errCode confpay.ErrorCode
-	code, v, err := s.run(c, rt.h)
+	code, v, err := s.run(c, func(c *call) (int, any, error) {
+		sl = s.openSlot()
+		return rt.h(c)
+	})
 	if err != nil {
 		sc, eb := errorAnswer(c.reqID, err)
 		status, body = render(sc, eb)
@@ -93,8 +101,11 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		status, body = render(code, v)
 	}
 	if keepAnswer(status, errCode) {
-		st.Keep(e, idempotency.Answer{Status: status, Body: body})
+		a := idempotency.Answer{Status: status, Body: body}
+		rec := idempotency.RecordOf(e, a)
+		st.Keep(e, a)
 		kept = true
+		s.closeSlot(sl, &rec)
 	}
 	s.writeRaw(c, status, body)
 }

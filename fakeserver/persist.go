@@ -14,6 +14,8 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/decrypt"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
 	"github.com/confpay/confpay-go/fakeserver/internal/journal"
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 	"github.com/confpay/confpay-go/fakeserver/internal/rules"
@@ -48,16 +50,20 @@ type stateMu struct {
 // and waits until it is durable. A journal that cannot be written stops
 // the server from answering: the operation panics (net/http drops the
 // connection) rather than acknowledge what may be lost.
+//
+// A record held behind a request under an Idempotency-Key
+// (persist_hooks.go) is not waited for here (that request may be this
+// very goroutine's): the answer waits for it (durable).
 func (m *stateMu) Unlock() {
 	s := m.s
-	if s == nil || s.jr == nil {
+	if s == nil || s.jr == nil || s.jrDone.Load() {
 		m.Mutex.Unlock()
 		return
 	}
-	seq := s.flushLocked()
+	mk := s.flushLocked()
 	m.Mutex.Unlock()
-	if seq > 0 {
-		s.waitDurable(seq)
+	if mk.seq > 0 {
+		s.waitDurable(mk.seq)
 	}
 }
 
@@ -73,9 +79,12 @@ func (s *Server) waitDurable(seq uint64) {
 // back. (A critical section that wrote waits for itself in Unlock; one
 // that only read waits here, once, not in each section.)
 func (s *Server) durable() {
-	if s.jr != nil {
-		s.waitDurable(s.jr.Appended())
+	if s.jr == nil || s.jrDone.Load() {
+		return
 	}
+	s.commitHooks() // what hooks changed alone (a subscription, a replay)
+	s.waitMark(mark{ticket: s.q.issued.Load()})
+	s.waitDurable(s.jr.Appended())
 }
 
 // dirtySet is what the critical section changed. Guarded by s.mu.
@@ -178,6 +187,12 @@ type batch struct {
 	Held      []heldRec      `json:"held,omitempty"`
 	Policies  []policyRec    `json:"policies,omitempty"`
 	Assets    []Asset        `json:"assets,omitempty"`
+	// Hooks is the webhook changes (persist_hooks.go), Idem the kept
+	// Idempotency-Key answers; Group, when set, is a series of records
+	// appended as one (and nothing else is set).
+	Hooks *hooks.Changes       `json:"hooks,omitempty"`
+	Idem  []idempotency.Record `json:"idem,omitempty"`
+	Group []json.RawMessage    `json:"group,omitempty"`
 }
 
 type accountRec struct {
@@ -365,9 +380,9 @@ func heldRecOf(n *network, h *heldTx) heldRec {
 	return r
 }
 
-// flushLocked turns the marks into one journal record and returns its
-// number, 0 when nothing changed.
-func (s *Server) flushLocked() uint64 {
+// flushLocked turns the marks into one journal record and returns where
+// it stands (zero when nothing changed).
+func (s *Server) flushLocked() mark {
 	var touched [2][]string
 	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		if n := s.nets[name]; n != nil {
@@ -378,10 +393,19 @@ func (s *Server) flushLocked() uint64 {
 		}
 	}
 	d := &s.dirty
-	if !d.any {
-		return 0
+	var hc hooks.Changes
+	if !d.reset {
+		hc = s.hooks.TakeChanges(encodePayload)
+	} else {
+		s.hooks.TakeChanges(encodePayload) // the reset says it all
+	}
+	if !d.any && hc.Empty() {
+		return mark{}
 	}
 	b := s.batchHeadLocked()
+	if !hc.Empty() {
+		b.Hooks = &hc
+	}
 	b.Reset = d.reset
 	for a := range d.accounts {
 		if s.accounts[a.id] == a { // else created and forgotten (a seed's rollback)
@@ -424,12 +448,15 @@ func (s *Server) batchHeadLocked() *batch {
 	return b
 }
 
-func (s *Server) appendLocked(b *batch) uint64 {
+func (s *Server) appendLocked(b *batch) mark {
 	p, err := json.Marshal(b)
 	if err != nil {
 		panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
 	}
-	return s.jr.Append(p)
+	if m, held := s.queueLocked(p); held {
+		return m
+	}
+	return mark{seq: s.jr.Append(p)}
 }
 
 // snapshotLocked emits the whole state as batches: the head (clock,
@@ -507,6 +534,7 @@ func (s *Server) snapshotLocked(emit func([]byte)) {
 		}
 	}
 	flush(true)
+	s.snapshotHooksLocked(enc, head)
 	// The ledger's touched marks are written: forget them.
 	for _, n := range s.nets {
 		n.ledger.Touched()
@@ -527,6 +555,8 @@ type loaded struct {
 	transfers map[confpay.Network]map[string]transferRec
 	held      map[confpay.Network]map[string]heldRec
 	policies  map[confpay.Network]map[string]policyRec
+	hooks     map[confpay.Network]*loadedHooks
+	idem      []idempotency.Record
 }
 
 func newLoaded() *loaded {
@@ -534,7 +564,8 @@ func newLoaded() *loaded {
 		books:     map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
 		transfers: map[confpay.Network]map[string]transferRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
 		held:      map[confpay.Network]map[string]heldRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		policies:  map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}}
+		policies:  map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
+		hooks:     newLoadedHooks()}
 }
 
 func validNet(n confpay.Network) bool { return n == confpay.NetworkTest || n == confpay.NetworkLive }
@@ -545,10 +576,25 @@ func (l *loaded) apply(p []byte) error {
 	if err := json.Unmarshal(p, &b); err != nil {
 		return fmt.Errorf("a record does not decode: %w", err)
 	}
+	if len(b.Group) > 0 {
+		for _, p := range b.Group {
+			if err := l.apply(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if b.Reset {
 		fresh := newLoaded()
 		l.accounts, l.keys, l.books, l.transfers, l.held, l.policies = fresh.accounts, fresh.keys, fresh.books, fresh.transfers, fresh.held, fresh.policies
+		l.hooks, l.idem = fresh.hooks, nil
 	}
+	if b.Hooks != nil {
+		if err := l.applyHooks(b.Hooks); err != nil {
+			return err
+		}
+	}
+	l.idem = append(l.idem, b.Idem...)
 	if b.Assets != nil {
 		l.assets = b.Assets
 	}
@@ -684,7 +730,7 @@ func (s *Server) installLocked(l *loaded) error {
 		n.held.seq = l.heldSeq[string(name)]
 		n.ledger.Touched()
 	}
-	return nil
+	return s.installHooksLocked(l)
 }
 
 func (s *Server) installTransfersLocked(n *network, recs map[string]transferRec) error {
@@ -806,6 +852,7 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		return false, err
 	}
 	l := newLoaded()
+	s.hooks.Track()
 	recs := slices.Concat(c.Snapshot, c.Journal)
 	for i, p := range recs {
 		if err := l.apply(p); err != nil {

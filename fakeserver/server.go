@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -50,10 +51,13 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // s.mu (hooks.Emit takes hooks.mu inside), so events are recorded in the
 // order they happen. The locks in braces are leaves: nothing is called
 // while one is held. The audit's request log is a leaf too (Audit reads
-// it under Server.mu; the pipeline adds to it alone). idempotency's,
-// faultScript.mu and selfAddrs.mu are taken alone, never with another
-// lock held. chaosState.mu is a leaf, taken under Server.mu (an account
-// learned by SubscribeHandler) and hooks.mu (a delivery's draw).
+// it under Server.mu; the pipeline adds to it alone). idempotency's is
+// taken alone, or under Server.mu by the data directory (persist_hooks.go,
+// a leaf there); faultScript.mu and selfAddrs.mu are taken alone, never
+// with another lock held. chaosState.mu is a leaf, taken under Server.mu
+// (an account learned by SubscribeHandler) and hooks.mu (a delivery's
+// draw). The data directory's commit queue lock (commitQueue.mu) is a
+// leaf.
 //
 // Nothing holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
@@ -107,7 +111,9 @@ type Server struct {
 	// dirty is what the critical section in progress changed.
 	jr        *journal.Journal
 	dirty     dirtySet
-	dataEmpty bool // the data directory held no state when opened
+	dataEmpty bool        // the data directory held no state when opened
+	q         commitQueue // records held behind Idempotency-Key requests (persist_hooks.go)
+	jrDone    atomic.Bool // Close wrote the last record: nothing more is written
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
@@ -364,6 +370,7 @@ func Open(opts ...Option) (*Server, error) {
 	}
 	s.hooks = s.newHooks()
 	s.mu.s = s
+	s.q.cond = sync.NewCond(&s.q.mu)
 	s.resetLocked()
 	if o.dataDir != "" {
 		empty, err := s.openDataDir(o.dataDir, o.dataNoSync)
@@ -452,6 +459,11 @@ func (s *Server) Close() {
 			s.mu.Lock()
 			s.dirty.any = s.dirty.any || len(s.dirty.keys) > 0
 			s.mu.Unlock()
+			// The last records; stopping the hooks below cancels the
+			// pending deliveries, which must come back pending.
+			s.mu.Mutex.Lock()
+			s.jrDone.Store(true)
+			s.mu.Mutex.Unlock()
 		}
 		close(s.closing)
 		if s.hs != nil {

@@ -147,6 +147,10 @@ type Config struct {
 	// (ErrBusy). A delivery once pending is attempted and retried on its
 	// schedule: nothing any account does later refuses it.
 	MaxPending, MaxPendingPerAccount int
+	// Changed, if set, is called after a delivery attempt's answer is
+	// recorded, outside the lock, while changes are being noted (Track):
+	// the server writes them to its data directory.
+	Changed func()
 	// MaxEvents bounds the events kept per account and network (0:
 	// DefaultMaxEvents); MaxRecords the finished delivery records (0:
 	// DefaultMaxRecords). Past either, that account's oldest go.
@@ -166,6 +170,10 @@ type Hooks struct {
 	pool   *pool // nil while stopped
 	closed bool  // Close was called: no pool starts again
 	faults []*Fault
+	// chg is the changes not yet taken (persist.go), nil unless Track;
+	// seq numbers subscriptions, events and deliveries in creation order.
+	chg *changeSet
+	seq uint64
 }
 
 // book is one network's share.
@@ -189,10 +197,16 @@ type book struct {
 	// when the account deletes MaxDeletedPerAccount more (deletedBy).
 	deleted   map[string]deletion
 	deletedBy map[string][]string
+	// h and net say where changes are noted (persist.go).
+	h   *Hooks
+	net confpay.Network
 }
 
-func newBook() *book {
+// newBook returns an empty book of net.
+func (h *Hooks) newBook(net confpay.Network) *book {
 	return &book{
+		h:         h,
+		net:       net,
 		subs:      map[string]*subscription{},
 		byAcct:    map[string][]*subscription{},
 		events:    map[string]*event{},
@@ -206,6 +220,7 @@ func newBook() *book {
 type deletion struct {
 	acct string
 	at   time.Time
+	seq  uint64 // the subscription's
 }
 
 // event is a recorded event.
@@ -216,6 +231,7 @@ type event struct {
 	// (Config.MaxEvents); gone when the log no longer holds it.
 	forgotten [2]bool
 	gone      bool
+	seq       uint64
 }
 
 func (e *event) concerns(acct string) bool {
@@ -250,6 +266,11 @@ type subscription struct {
 	// held is the deliveries whose attempt a reorder fault holds back
 	// until the subscription's next attempt falls due (faults.go).
 	held []*delivery
+	seq  uint64
+	net  confpay.Network
+	// deletedAt is set when it is deleted (for the data directory).
+	deletedAt *time.Time
+	h         *Hooks
 }
 
 func (sub *subscription) wants(kind string) bool {
@@ -290,6 +311,8 @@ type delivery struct {
 	timer     *clock.Timer       // the scheduled retry or fault's hold, if any
 	abort     context.CancelFunc // cancels the attempt in flight, if any
 	cancelled bool               // subscription deleted or hooks stopped
+	seq       uint64
+	dropped   bool // trimmed or pruned (for the data directory)
 }
 
 func (d *delivery) view() *confpay.Delivery {
@@ -336,6 +359,7 @@ func (d *delivery) finishLocked(status confpay.DeliveryStatus) {
 	d.status = status
 	d.nextAttemptAt = nil
 	d.sub.pending--
+	d.noteLocked()
 }
 
 // New returns hooks with empty books and a running pool.
@@ -356,7 +380,7 @@ func New(cfg Config) *Hooks {
 		}
 	}
 	h := &Hooks{cfg: cfg}
-	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	h.books = map[confpay.Network]*book{confpay.NetworkTest: h.newBook(confpay.NetworkTest), confpay.NetworkLive: h.newBook(confpay.NetworkLive)}
 	h.pool = h.startPool()
 	return h
 }
@@ -377,7 +401,12 @@ func (h *Hooks) Subscribe(net confpay.Network, acct, url string, events []string
 		events:    append([]string(nil), events...),
 		secret:    secret,
 		createdAt: h.cfg.Clock.Now(),
+		net:       net,
+		h:         h,
 	}
+	h.seq++
+	sub.seq = h.seq
+	h.noteSub(net, sub)
 	b.subs[sub.id] = sub
 	b.byAcct[acct] = append(b.byAcct[acct], sub)
 	return sub.view(), nil
@@ -421,7 +450,10 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 		return ErrNoWebhook
 	}
 	delete(b.subs, id)
-	b.rememberDeletedLocked(acct, id, h.cfg.Clock.Now())
+	now := h.cfg.Clock.Now()
+	sub.deletedAt = &now
+	h.noteSub(net, sub)
+	b.rememberDeletedLocked(acct, id, now, sub.seq)
 	list := b.byAcct[acct]
 	for i, x := range list {
 		if x == sub {
@@ -498,6 +530,9 @@ func (h *Hooks) Emit(net confpay.Network, e Event) {
 	b := h.books[net]
 	b.pruneLocked(e.At)
 	ev := &event{Event: e}
+	h.seq++
+	ev.seq = h.seq
+	h.noteEvent(net, ev)
 	b.events[e.ID] = ev
 	b.order = append(b.order, ev)
 	for _, acct := range ev.audience() {
@@ -538,6 +573,7 @@ func (b *book) forgetLocked(e *event, acct string) {
 		}
 		kept = kept || (a != "" && !e.forgotten[i])
 	}
+	b.h.noteEvent(b.net, e)
 	if kept || e.gone {
 		return
 	}
@@ -564,8 +600,8 @@ func (b *book) compactLocked() {
 
 // rememberDeletedLocked notes that acct deleted subscription id at t,
 // forgetting acct's oldest such note past MaxDeletedPerAccount.
-func (b *book) rememberDeletedLocked(acct, id string, t time.Time) {
-	b.deleted[id] = deletion{acct: acct, at: t}
+func (b *book) rememberDeletedLocked(acct, id string, t time.Time, seq uint64) {
+	b.deleted[id] = deletion{acct: acct, at: t, seq: seq}
 	ids := append(b.deletedBy[acct], id)
 	for len(ids) > MaxDeletedPerAccount {
 		delete(b.deleted, ids[0])
@@ -635,8 +671,11 @@ func (h *Hooks) Reset() {
 	h.Stop()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.books = map[confpay.Network]*book{confpay.NetworkTest: newBook(), confpay.NetworkLive: newBook()}
+	h.books = map[confpay.Network]*book{confpay.NetworkTest: h.newBook(confpay.NetworkTest), confpay.NetworkLive: h.newBook(confpay.NetworkLive)}
 	h.faults = nil
+	if h.chg != nil { // the server writes the reset itself
+		h.chg = &changeSet{}
+	}
 	if !h.closed {
 		h.pool = h.startPool()
 	}
@@ -664,6 +703,9 @@ func (h *Hooks) startDeliveryLocked(b *book, sub *subscription, e *event, trigge
 		status:        confpay.DeliveryPending,
 		nextAttemptAt: &now,
 	}
+	h.seq++
+	d.seq = h.seq
+	d.noteLocked()
 	sub.deliveries = append(sub.deliveries, d)
 	if h.fullLocked(b, sub) {
 		d.status = confpay.DeliveryFailed // this account's receivers are too far behind
@@ -714,6 +756,9 @@ func (b *book) trimRecordsLocked(acct string, max int) {
 		for j, d := range sub.deliveries {
 			if !drop[i][j] {
 				kept = append(kept, d)
+			} else {
+				d.dropped = true
+				d.noteLocked()
 			}
 		}
 		sub.deliveries = kept
@@ -786,6 +831,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	}
 	d.lastAttemptAt = start
 	d.nextAttemptAt = nil
+	d.noteLocked()
 	ctx, cancel := context.WithTimeout(clock.WithWork(p.ctx, j.work), h.cfg.Timeout)
 	d.abort = cancel
 	body := d.ev.body
@@ -813,9 +859,14 @@ func (h *Hooks) attempt(p *pool, j job) {
 	d.abort = nil
 	d.responseStatus = code
 	d.log = append(d.log, Attempt{At: start, Status: code, Duration: took, Fault: j.fault})
+	d.noteLocked()
 	h.recordLocked(p, d, start, code)
 	h.handOnLocked(d.sub)
+	changed := h.chg != nil
 	h.mu.Unlock()
+	if changed && h.cfg.Changed != nil {
+		h.cfg.Changed() // the server writes the record (before the clock call that waits for it returns)
+	}
 	j.work.Done()
 }
 
@@ -835,6 +886,7 @@ func (h *Hooks) recordLocked(p *pool, d *delivery, start time.Time, code int) {
 		return
 	}
 	d.nextAttemptAt = &next
+	d.noteLocked()
 	d.timer = h.cfg.Clock.At(next, func(time.Time) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -865,6 +917,9 @@ func (b *book) pruneLocked(now time.Time) {
 			if d.status == confpay.DeliveryPending {
 				sub.deliveries[kept] = d
 				kept++
+			} else {
+				d.dropped = true
+				d.noteLocked()
 			}
 		}
 		if kept < old {
@@ -888,6 +943,7 @@ func (b *book) pruneLocked(now time.Time) {
 		}
 		if !keep[e] && !e.gone {
 			e.gone = true
+			b.h.noteEvent(b.net, e)
 			delete(b.events, e.ID)
 		}
 	}

@@ -71,14 +71,14 @@ type DeliveryRecord struct {
 // Attempt is one attempt of a delivery.
 type Attempt struct {
 	// At is when the attempt was made (server time).
-	At time.Time
+	At time.Time `json:"at"`
 	// Status is the HTTP status recorded for it, 0 for none.
-	Status int
+	Status int `json:"code,omitempty"`
 	// Duration is how long the POST took until its answer (real time,
 	// whatever the server's clock).
-	Duration time.Duration
+	Duration time.Duration `json:"ns"`
 	// Fault is the delivery fault applied to it, "" for none.
-	Fault string
+	Fault string `json:"fault,omitempty"`
 }
 
 // DeliveryRecords returns the delivery records of acct's subscriptions on

@@ -213,3 +213,49 @@ func (st *Store) Forget(e *Entry) {
 	defer st.mu.Unlock()
 	st.drop(e)
 }
+
+// Record is a kept answer as the server's data directory stores it.
+type Record struct {
+	Owner   string    `json:"owner"`
+	Key     string    `json:"key"`
+	FP      [32]byte  `json:"fp"`
+	Created time.Time `json:"created"`
+	Status  int       `json:"status"`
+	Body    []byte    `json:"body,omitempty"`
+}
+
+// RecordOf is e's record with answer a (as Keep will store it).
+func RecordOf(e *Entry, a Answer) Record {
+	return Record{Owner: e.owner, Key: e.key, FP: e.fp, Created: e.created, Status: a.Status, Body: a.Body}
+}
+
+// Records returns the kept answers not yet expired at now, oldest first.
+func (st *Store) Records(now time.Time) []Record {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var out []Record
+	for _, e := range st.order {
+		if e.done && st.entries[scope{e.owner, e.key}] == e && now.Sub(e.created) < TTL {
+			out = append(out, RecordOf(e, e.answer))
+		}
+	}
+	return out
+}
+
+// Restore adds r as a kept answer (records oldest first); one already
+// expired at now is skipped.
+func (st *Store) Restore(r Record, now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if now.Sub(r.Created) >= TTL {
+		return
+	}
+	s := scope{r.Owner, r.Key}
+	if old := st.entries[s]; old != nil {
+		st.drop(old)
+	}
+	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created, done: true, answer: Answer{Status: r.Status, Body: r.Body}}
+	st.entries[s] = e
+	st.owned[r.Owner]++
+	st.order = append(st.order, e)
+}

@@ -168,6 +168,15 @@ func writeHeader(f *os.File) error {
 	return nil
 }
 
+// Encode is a snapshot file holding records (what Rewrite writes), for a
+// copy of the state made elsewhere.
+func Encode(records func(emit func([]byte))) []byte {
+	var b bytes.Buffer
+	b.Write(header())
+	records(func(p []byte) { frame(&b, p) })
+	return b.Bytes()
+}
+
 // Decode reads a file's records: the records up to the first incomplete
 // or damaged one, and the length of the good prefix. A file shorter than
 // its header is an empty one with a torn header (good 0); a wrong magic or

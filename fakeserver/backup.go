@@ -1,0 +1,46 @@
+package fakeserver
+
+import (
+	"net/http"
+
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
+)
+
+// Backup while running: GET /_fake/snapshot answers a consistent copy of
+// the whole state in the data directory's snapshot format, so that a
+// directory holding it as its snapshot file starts a server where this
+// one stood (docs/fakeserver.md, "Backup and restore"). It works with or
+// without a data directory.
+
+// Backup returns a consistent copy of the whole state as a data
+// directory's snapshot file (named "snapshot" in the directory): a
+// directory that holds only it starts a server (WithDataDir, the binary's
+// -data) with this state. The copy holds the webhook subscriptions'
+// secrets: keep it as private as the directory.
+func (s *Server) Backup() []byte {
+	s.mu.Mutex.Lock()
+	m := mark{}
+	if s.jr != nil && !s.jrDone.Load() {
+		m = s.flushLocked() // the ledger's touched marks go to the journal, not only here
+	}
+	b := journal.Encode(s.snapshotLocked)
+	s.mu.Mutex.Unlock()
+	if m.seq > 0 {
+		s.waitDurable(m.seq)
+	}
+	return b
+}
+
+// adminSnapshot answers GET /_fake/snapshot.
+func (s *Server) adminSnapshot(c *call) (int, any, error) {
+	b := s.Backup()
+	h := c.w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", `attachment; filename="`+journal.SnapshotFile+`"`)
+	h.Set("Cache-Control", "no-store")
+	s.durable()
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(b)
+	c.w = &discardWriter{header: http.Header{}}
+	return http.StatusOK, nil, nil
+}

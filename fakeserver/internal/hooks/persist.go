@@ -1,0 +1,335 @@
+package hooks
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+)
+
+// Persistence (the server's data directory): once Track is called, every
+// change to a subscription, an event or a delivery record is noted under
+// the lock, and the server takes the notes (TakeChanges) when it writes a
+// journal record, under its own lock (server → hooks, the lock order), so
+// that they reach the journal in the order they happened. Dump is the
+// whole state, Restore builds it back and reschedules every pending
+// delivery on the clock. The records are the whole new state of each
+// changed thing; a later one replaces an earlier one.
+
+// SubRecord is a subscription, live or deleted.
+type SubRecord struct {
+	Network   confpay.Network `json:"n"`
+	ID        string          `json:"id"`
+	Acct      string          `json:"acct"`
+	URL       string          `json:"url,omitempty"`
+	Events    []string        `json:"events,omitempty"`
+	Secret    string          `json:"secret,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	Seq       uint64          `json:"seq"`
+	// Deleted is when it was deleted (nil while live); a deleted one is
+	// kept only to answer its second DELETE.
+	Deleted *time.Time `json:"deleted,omitempty"`
+}
+
+// EventRecordP is a recorded event as stored.
+type EventRecordP struct {
+	Network   confpay.Network `json:"n"`
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	At        time.Time       `json:"at"`
+	Audience  [2]string       `json:"aud"`
+	Seq       uint64          `json:"seq"`
+	Forgotten [2]bool         `json:"forgot,omitempty"`
+	Gone      bool            `json:"gone,omitempty"`
+	// Payload is the event's payload as the server stores it
+	// (Config.EncodePayload).
+	Payload []byte `json:"p,omitempty"`
+}
+
+// DeliveryRecordP is a delivery record as stored.
+type DeliveryRecordP struct {
+	Network        confpay.Network         `json:"n"`
+	ID             string                  `json:"id"`
+	Sub            string                  `json:"sub"`
+	Event          string                  `json:"ev"`
+	Seq            uint64                  `json:"seq"`
+	Trigger        confpay.DeliveryTrigger `json:"trigger"`
+	CreatedAt      time.Time               `json:"created_at"`
+	Status         confpay.DeliveryStatus  `json:"status"`
+	Attempts       int                     `json:"attempts,omitempty"`
+	ResponseStatus int                     `json:"code,omitempty"`
+	FirstAttemptAt time.Time               `json:"first,omitzero"`
+	LastAttemptAt  time.Time               `json:"last,omitzero"`
+	NextAttemptAt  *time.Time              `json:"next,omitempty"`
+	Dropped        bool                    `json:"dropped,omitempty"`
+	// Log is every attempt made, oldest first.
+	Log []Attempt `json:"log,omitempty"`
+}
+
+// Changes are the notes taken since the last TakeChanges.
+type Changes struct {
+	Subs       []SubRecord
+	Events     []EventRecordP
+	Deliveries []DeliveryRecordP
+}
+
+// Empty reports whether c holds nothing.
+func (c *Changes) Empty() bool {
+	return len(c.Subs) == 0 && len(c.Events) == 0 && len(c.Deliveries) == 0
+}
+
+// changeSet is the notes, by thing (a thing noted twice is written once,
+// in its latest state).
+type changeSet struct {
+	subs       map[*subscription]confpay.Network
+	events     map[*event]confpay.Network
+	deliveries map[*delivery]confpay.Network
+}
+
+// Track starts noting changes (the server has a data directory).
+func (h *Hooks) Track() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.chg = &changeSet{}
+}
+
+func (h *Hooks) noteSub(net confpay.Network, sub *subscription) {
+	if h.chg == nil {
+		return
+	}
+	if h.chg.subs == nil {
+		h.chg.subs = map[*subscription]confpay.Network{}
+	}
+	h.chg.subs[sub] = net
+}
+
+func (h *Hooks) noteEvent(net confpay.Network, e *event) {
+	if h.chg == nil {
+		return
+	}
+	if h.chg.events == nil {
+		h.chg.events = map[*event]confpay.Network{}
+	}
+	h.chg.events[e] = net
+}
+
+func (d *delivery) noteLocked() {
+	h := d.sub.h
+	if h.chg == nil {
+		return
+	}
+	if h.chg.deliveries == nil {
+		h.chg.deliveries = map[*delivery]confpay.Network{}
+	}
+	h.chg.deliveries[d] = d.sub.net
+}
+
+// Dirty reports whether changes wait to be taken.
+func (h *Hooks) Dirty() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.chg != nil && (len(h.chg.subs) > 0 || len(h.chg.events) > 0 || len(h.chg.deliveries) > 0)
+}
+
+// TakeChanges returns the changes noted since the last call, each thing
+// in its current state, and forgets them. enc encodes an event's payload.
+func (h *Hooks) TakeChanges(enc func(Payload) []byte) Changes {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var c Changes
+	if h.chg == nil {
+		return c
+	}
+	for sub, net := range h.chg.subs {
+		c.Subs = append(c.Subs, subRecord(net, sub))
+	}
+	for e, net := range h.chg.events {
+		c.Events = append(c.Events, eventRecord(net, e, enc))
+	}
+	for d := range h.chg.deliveries {
+		c.Deliveries = append(c.Deliveries, deliveryRecord(d))
+	}
+	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
+	sort.Slice(c.Deliveries, func(i, j int) bool { return c.Deliveries[i].Seq < c.Deliveries[j].Seq })
+	*h.chg = changeSet{}
+	return c
+}
+
+func subRecord(net confpay.Network, sub *subscription) SubRecord {
+	return SubRecord{Network: net, ID: sub.id, Acct: sub.acct, URL: sub.url, Events: sub.events, Secret: sub.secret.Reveal(),
+		CreatedAt: sub.createdAt, Seq: sub.seq, Deleted: sub.deletedAt}
+}
+
+func eventRecord(net confpay.Network, e *event, enc func(Payload) []byte) EventRecordP {
+	return EventRecordP{Network: net, ID: e.ID, Kind: e.Kind, At: e.At, Audience: e.Audience, Seq: e.seq,
+		Forgotten: e.forgotten, Gone: e.gone, Payload: enc(e.Payload)}
+}
+
+func deliveryRecord(d *delivery) DeliveryRecordP {
+	r := DeliveryRecordP{Network: d.sub.net, ID: d.id, Sub: d.sub.id, Event: d.ev.ID, Seq: d.seq, Trigger: d.trigger,
+		CreatedAt: d.createdAt, Status: d.status, Attempts: d.attempts, ResponseStatus: d.responseStatus,
+		FirstAttemptAt: d.firstAttemptAt, LastAttemptAt: d.lastAttemptAt, Dropped: d.dropped, Log: slices.Clone(d.log)}
+	if d.nextAttemptAt != nil {
+		t := *d.nextAttemptAt
+		r.NextAttemptAt = &t
+	}
+	return r
+}
+
+// Dump returns the whole state of net: live subscriptions and the
+// deleted ones still remembered, the events (those the log holds, and
+// those gone that a delivery record still names) and the delivery
+// records, each in creation order.
+func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.books[net]
+	var c Changes
+	var subs []*subscription
+	for _, list := range b.byAcct {
+		subs = append(subs, list...)
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].seq < subs[j].seq })
+	seen := map[*event]bool{}
+	for _, e := range b.order {
+		if !e.gone {
+			seen[e] = true
+			c.Events = append(c.Events, eventRecord(net, e, enc))
+		}
+	}
+	for _, sub := range subs {
+		c.Subs = append(c.Subs, subRecord(net, sub))
+		for _, d := range sub.deliveries {
+			if !seen[d.ev] {
+				seen[d.ev] = true
+				c.Events = append(c.Events, eventRecord(net, d.ev, enc))
+			}
+			c.Deliveries = append(c.Deliveries, deliveryRecord(d))
+		}
+	}
+	for id, del := range b.deleted {
+		at := del.at
+		c.Subs = append(c.Subs, SubRecord{Network: net, ID: id, Acct: del.acct, CreatedAt: at, Seq: del.seq, Deleted: &at})
+	}
+	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
+	sort.SliceStable(c.Subs, func(i, j int) bool { return c.Subs[i].Seq < c.Subs[j].Seq })
+	return c
+}
+
+// ErrInconsistent is returned by Restore when the records do not fit
+// together.
+var ErrInconsistent = errors.New("hooks: the stored webhook records are inconsistent")
+
+// Restore replaces net's state by the records (the latest of each thing,
+// any order) and schedules each pending delivery: at its next attempt
+// time, or now when that has passed or an attempt was under way. dec
+// turns a stored payload back into a Payload. Deliveries start only once
+// the server answers (the pool is running already).
+func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (Payload, error)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.newBook(net)
+	subs := append([]SubRecord(nil), c.Subs...)
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Seq < subs[j].Seq })
+	byID := map[string]*subscription{}
+	for _, r := range subs {
+		if r.Seq > h.seq {
+			h.seq = r.Seq
+		}
+		if r.Deleted != nil {
+			if r.Deleted.Before(h.cfg.Clock.Now().Add(-HistoryWindow)) {
+				continue
+			}
+			b.rememberDeletedLocked(r.Acct, r.ID, *r.Deleted, r.Seq)
+			continue
+		}
+		sub := &subscription{id: r.ID, acct: r.Acct, url: r.URL, events: r.Events, secret: confpay.Secret(r.Secret), createdAt: r.CreatedAt, seq: r.Seq, net: net, h: h}
+		if r.Acct == "" || r.URL == "" || len(b.byAcct[r.Acct]) >= MaxSubscriptions {
+			return ErrInconsistent
+		}
+		b.subs[sub.id] = sub
+		b.byAcct[sub.acct] = append(b.byAcct[sub.acct], sub)
+		byID[sub.id] = sub
+	}
+	evs := append([]EventRecordP(nil), c.Events...)
+	sort.Slice(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
+	events := map[string]*event{}
+	for _, r := range evs {
+		if r.Seq > h.seq {
+			h.seq = r.Seq
+		}
+		p, err := dec(r)
+		if err != nil {
+			return err
+		}
+		e := &event{Event: Event{ID: r.ID, Kind: r.Kind, At: r.At, Audience: r.Audience, Payload: p}, forgotten: r.Forgotten, gone: r.Gone, seq: r.Seq}
+		events[e.ID] = e
+		if e.gone {
+			continue
+		}
+		b.events[e.ID] = e
+		b.order = append(b.order, e)
+		for i, acct := range e.audience() {
+			if acct != "" && !e.forgotten[i] {
+				b.history[acct] = append(b.history[acct], e)
+			}
+		}
+	}
+	ds := append([]DeliveryRecordP(nil), c.Deliveries...)
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Seq < ds[j].Seq })
+	now := h.cfg.Clock.Now()
+	for _, r := range ds {
+		if r.Seq > h.seq {
+			h.seq = r.Seq
+		}
+		if r.Dropped {
+			continue
+		}
+		sub := byID[r.Sub]
+		if sub == nil {
+			continue // its subscription was deleted: its records went with it
+		}
+		e := events[r.Event]
+		if e == nil {
+			return ErrInconsistent
+		}
+		d := &delivery{id: r.ID, sub: sub, ev: e, trigger: r.Trigger, createdAt: r.CreatedAt, status: r.Status, attempts: r.Attempts,
+			responseStatus: r.ResponseStatus, firstAttemptAt: r.FirstAttemptAt, lastAttemptAt: r.LastAttemptAt, seq: r.Seq,
+			log: slices.Clone(r.Log)}
+		if len(d.log) > maxAttempts {
+			return ErrInconsistent
+		}
+		sub.deliveries = append(sub.deliveries, d)
+		switch r.Status {
+		case confpay.DeliverySucceeded, confpay.DeliveryFailed:
+			continue
+		case confpay.DeliveryPending:
+		default:
+			return ErrInconsistent
+		}
+		sub.pending++
+		if r.NextAttemptAt != nil && r.NextAttemptAt.After(now) {
+			next := *r.NextAttemptAt
+			d.nextAttemptAt = &next
+			d.timer = h.cfg.Clock.At(next, func(time.Time) {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				d.timer = nil
+				h.dispatchLocked(d)
+			})
+			continue
+		}
+		// Due, or an attempt was under way when the server stopped: it
+		// is made again now (at least once).
+		d.nextAttemptAt = &now
+		h.dispatchLocked(d)
+	}
+	for _, sub := range byID {
+		sort.SliceStable(sub.deliveries, func(i, j int) bool { return sub.deliveries[i].seq < sub.deliveries[j].seq })
+	}
+	b.lastPrune = now
+	h.books[net] = b
+	return nil
+}

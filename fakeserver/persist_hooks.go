@@ -1,0 +1,340 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/fakeserver/internal/idempotency"
+)
+
+// The data directory's webhook and Idempotency-Key records (persist.go
+// has the rest).
+//
+// Webhooks live in internal/hooks under hooks.mu. Once the server has a
+// data directory, hooks notes every change (a subscription created or
+// deleted, an event recorded or forgotten, a delivery record made,
+// attempted, finished or dropped), and flushLocked takes the notes under
+// s.mu (server → hooks, the lock order) into the record it writes: an
+// event emitted by an operation is in the operation's own record, and a
+// change made under hooks.mu alone rides with the next record. Before an
+// answer is written (durable), the notes waiting are written and waited
+// for, so a subscription's creation or deletion and a replay are durable
+// before they are answered. A delivery attempt's result is written by the
+// attempt's goroutine once recorded (Config.Changed), without anyone
+// waiting for it: a crash may lose the last results, and then the
+// delivery is attempted again after the restart, which at-least-once
+// delivery allows. A pending delivery comes back with its retry timer on
+// the restored clock; one whose attempt was under way is attempted again
+// at once.
+//
+// Idempotency-Key answers are written in the same journal record as the
+// effect of the request they answer. The answer is known only once the
+// handler returned, after its critical sections committed, so a request
+// under a key opens a slot in the commit order when its handler starts
+// (openSlot): every record committed from then on, its own and others',
+// is held in commit order behind the slot until the request's answer is
+// known (closeSlot); then the slot's answer and everything held up to the
+// next slot still open are appended as one journal record (a group). A
+// crash keeps all of it or none of it, so a request whose effect is
+// durable has its answer durable too, and a retry after a restart
+// replays it. The price: while a request under a key runs, the records
+// committed after it start wait for it to finish (microseconds, but the
+// DNS lookup of a new subscription's host too).
+
+// payloadRec is an event's payload as stored: a transfer event by its
+// facts (rebuilt, to the same bytes, from the restored transfer), any
+// other by its bytes.
+type payloadRec struct {
+	Transfer string          `json:"t,omitempty"`
+	Side     string          `json:"s,omitempty"`
+	Received bool            `json:"r,omitempty"`
+	Body     json.RawMessage `json:"b,omitempty"`
+}
+
+// storedPayload is a payload restored as bytes.
+type storedPayload []byte
+
+// Build returns the stored bytes (hooks.Payload).
+func (p storedPayload) Build(string, string, time.Time) []byte { return p }
+
+// encodePayload is how a payload is stored (hooks.TakeChanges, Dump).
+func encodePayload(p hooks.Payload) []byte {
+	var r payloadRec
+	switch p := p.(type) {
+	case transferPayload:
+		r = payloadRec{Transfer: p.t.id, Side: p.side.id, Received: p.received}
+	case fixedPayload:
+		r.Body = marshalPayload(p.v)
+	case storedPayload:
+		r.Body = json.RawMessage(p)
+	default:
+		panic(fmt.Sprintf("confpay-fakeserver: an event payload of type %T cannot be stored", p))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("confpay-fakeserver: cannot encode an event payload record")
+	}
+	return b
+}
+
+// decodePayloadLocked turns a stored payload back into one (s.mu held,
+// transfers installed).
+func (s *Server) decodePayloadLocked(r hooks.EventRecordP) (hooks.Payload, error) {
+	var p payloadRec
+	if err := json.Unmarshal(r.Payload, &p); err != nil {
+		return nil, fmt.Errorf("event %s: its payload does not decode", r.ID)
+	}
+	if p.Transfer == "" {
+		if len(p.Body) == 0 {
+			return nil, fmt.Errorf("event %s has no payload", r.ID)
+		}
+		return storedPayload(p.Body), nil
+	}
+	n := s.nets[r.Network]
+	if n == nil {
+		return nil, fmt.Errorf("event %s names network %q", r.ID, r.Network)
+	}
+	t, side := n.transfers.byID[p.Transfer], s.accounts[p.Side]
+	if t == nil || side == nil {
+		return nil, fmt.Errorf("event %s is inconsistent", r.ID)
+	}
+	return transferPayload{t: t, side: side, received: p.Received}, nil
+}
+
+// loadedHooks is one network's replayed webhook records.
+type loadedHooks struct {
+	subs       map[string]hooks.SubRecord
+	events     map[string]hooks.EventRecordP
+	deliveries map[string]hooks.DeliveryRecordP
+}
+
+func newLoadedHooks() map[confpay.Network]*loadedHooks {
+	out := map[confpay.Network]*loadedHooks{}
+	for _, n := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		out[n] = &loadedHooks{subs: map[string]hooks.SubRecord{}, events: map[string]hooks.EventRecordP{}, deliveries: map[string]hooks.DeliveryRecordP{}}
+	}
+	return out
+}
+
+// applyHooks replays a record's webhook changes.
+func (l *loaded) applyHooks(c *hooks.Changes) error {
+	for _, r := range c.Subs {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a subscription names network %q", r.Network)
+		}
+		l.hooks[r.Network].subs[r.ID] = r
+	}
+	for _, r := range c.Events {
+		if !validNet(r.Network) {
+			return fmt.Errorf("an event names network %q", r.Network)
+		}
+		l.hooks[r.Network].events[r.ID] = r
+	}
+	for _, r := range c.Deliveries {
+		if !validNet(r.Network) {
+			return fmt.Errorf("a delivery names network %q", r.Network)
+		}
+		if r.Dropped {
+			delete(l.hooks[r.Network].deliveries, r.ID)
+			continue
+		}
+		l.hooks[r.Network].deliveries[r.ID] = r
+	}
+	return nil
+}
+
+// installHooksLocked restores the webhook state and the kept answers (s.mu
+// held, everything else installed).
+func (s *Server) installHooksLocked(l *loaded) error {
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		lh := l.hooks[name]
+		var c hooks.Changes
+		for _, r := range lh.subs {
+			if r.Deleted == nil && s.accounts[r.Acct] == nil {
+				return fmt.Errorf("subscription %s is inconsistent", r.ID)
+			}
+			c.Subs = append(c.Subs, r)
+		}
+		for _, r := range lh.events {
+			c.Events = append(c.Events, r)
+		}
+		for _, r := range lh.deliveries {
+			c.Deliveries = append(c.Deliveries, r)
+		}
+		if err := s.hooks.Restore(name, c, s.decodePayloadLocked); err != nil {
+			return err
+		}
+	}
+	now := s.clock.Now()
+	for _, r := range l.idem {
+		s.idempotent.Restore(r, now)
+	}
+	return nil
+}
+
+// snapshotHooksLocked adds the webhook state and the kept answers to a
+// snapshot.
+func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		c := s.hooks.Dump(name, encodePayload)
+		if !c.Empty() {
+			b := &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq, Hooks: &c}
+			enc(b)
+		}
+	}
+	if recs := s.idempotent.Records(s.clock.Now()); len(recs) > 0 {
+		enc(&batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq, Idem: recs})
+	}
+}
+
+// ---- the commit queue (Idempotency-Key answers) ----
+
+// mark is where a critical section's record stands: a journal record
+// number, or a ticket in the queue (held behind a slot).
+type mark struct{ seq, ticket uint64 }
+
+// slot is a request under an Idempotency-Key, in the commit order.
+type slot struct{ closed bool }
+
+// queued is one held item: a slot, or an encoded batch with its ticket.
+type queued struct {
+	slot   *slot
+	p      []byte
+	ticket uint64
+}
+
+// commitQueue holds records behind open slots. items and issued are
+// guarded by s.mu; done and doneSeq by mu (a leaf), which waiters use.
+type commitQueue struct {
+	items  []queued
+	issued atomic.Uint64 // the last ticket issued
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	done    uint64 // tickets up to done are appended
+	doneSeq uint64 // the journal record that appended them
+}
+
+// queueLocked queues p behind an open slot, or returns false when none is
+// open (the caller appends it).
+func (s *Server) queueLocked(p []byte) (mark, bool) {
+	if len(s.q.items) == 0 {
+		return mark{}, false
+	}
+	t := s.q.issued.Add(1)
+	s.q.items = append(s.q.items, queued{p: p, ticket: t})
+	return mark{ticket: t}, true
+}
+
+// openSlot starts a request under an Idempotency-Key in the commit order
+// (nil without a data directory).
+func (s *Server) openSlot() *slot {
+	if s.jr == nil {
+		return nil
+	}
+	sl := &slot{}
+	s.mu.Mutex.Lock()
+	s.flushLocked() // what committed before belongs before the slot (its owners wait for it)
+	s.q.items = append(s.q.items, queued{slot: sl})
+	s.mu.Mutex.Unlock()
+	return sl
+}
+
+// closeSlot ends sl's request: its answer rec (nil when not kept) goes in
+// the commit order after its effects, and everything held up to the next
+// open slot is appended as one record. It waits until the answer is
+// durable.
+func (s *Server) closeSlot(sl *slot, rec *idempotency.Record) {
+	if sl == nil {
+		return
+	}
+	s.mu.Mutex.Lock()
+	s.flushLocked()
+	m := mark{}
+	if rec != nil {
+		b := s.batchHeadLocked()
+		b.Idem = []idempotency.Record{*rec}
+		p, err := json.Marshal(b)
+		if err != nil {
+			panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
+		}
+		m, _ = s.queueLocked(p)
+	}
+	sl.closed = true
+	s.drainLocked()
+	s.mu.Mutex.Unlock()
+	s.waitMark(m)
+}
+
+// drainLocked appends the held records up to the first open slot as one
+// journal record.
+func (s *Server) drainLocked() {
+	var group []json.RawMessage
+	var last uint64
+	i := 0
+	for ; i < len(s.q.items); i++ {
+		it := s.q.items[i]
+		if it.slot != nil {
+			if !it.slot.closed {
+				break
+			}
+			continue
+		}
+		group = append(group, it.p)
+		last = it.ticket
+	}
+	clear(s.q.items[:i])
+	s.q.items = s.q.items[i:]
+	if len(s.q.items) == 0 {
+		s.q.items = nil
+	}
+	if len(group) == 0 {
+		return
+	}
+	var p []byte
+	if len(group) == 1 {
+		p = group[0]
+	} else {
+		var err error
+		if p, err = json.Marshal(&batch{Group: group}); err != nil {
+			panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
+		}
+	}
+	seq := s.jr.Append(p)
+	s.q.mu.Lock()
+	s.q.done, s.q.doneSeq = last, seq
+	s.q.cond.Broadcast()
+	s.q.mu.Unlock()
+}
+
+// waitMark waits until m is durable.
+func (s *Server) waitMark(m mark) {
+	if m.ticket > 0 {
+		s.q.mu.Lock()
+		for s.q.done < m.ticket {
+			s.q.cond.Wait()
+		}
+		m.seq = s.q.doneSeq
+		s.q.mu.Unlock()
+	}
+	if m.seq > 0 {
+		s.waitDurable(m.seq)
+	}
+}
+
+// commitHooks writes the webhook changes noted under hooks.mu alone (a
+// subscription, a replay, an attempt's result) and waits until they are
+// durable.
+func (s *Server) commitHooks() {
+	if s.jr == nil || s.jrDone.Load() || !s.hooks.Dirty() {
+		return
+	}
+	s.mu.Lock()
+	s.dirty.any = true
+	s.mu.Unlock()
+}

@@ -1,0 +1,176 @@
+package fakeserver_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	confpay "github.com/confpay/confpay-go"
+	"github.com/confpay/confpay-go/fakeserver"
+	"github.com/confpay/confpay-go/webhookverify"
+)
+
+// restartReceiver answers every attempt with status (503 until told
+// otherwise), checking its signature against secret, and records when
+// (server time) each attempt came.
+type restartReceiver struct {
+	t      *testing.T
+	srv    atomic.Pointer[fakeserver.Server]
+	status atomic.Int32
+	mu     sync.Mutex
+	secret string
+	at     []time.Time
+	*httptest.Server
+}
+
+func newRestartReceiver(t *testing.T) *restartReceiver {
+	rc := &restartReceiver{t: t}
+	rc.status.Store(http.StatusServiceUnavailable)
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		if err := webhookverify.Verify(rc.secret, body, r.Header.Get(webhookverify.SignatureHeader)); err != nil {
+			rc.t.Errorf("an attempt's signature does not verify with the subscription's secret: %v", err)
+		}
+		rc.at = append(rc.at, rc.srv.Load().Now())
+		rc.mu.Unlock()
+		w.WriteHeader(int(rc.status.Load()))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *restartReceiver) attempts() []time.Time {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]time.Time(nil), rc.at...)
+}
+
+// TestDataDirRestartWebhooks: subscriptions (with their secrets, and a
+// deleted one's id), events, delivery records and kept Idempotency-Key
+// answers come back after a restart, exactly; a delivery waiting for its
+// retry is retried at its exact instant on the restored virtual clock,
+// signed with the restored secret; a request replayed under its key
+// after the restart gets the identical stored answer.
+func TestDataDirRestartWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutDeliveryJitter()}
+	srv := fakeserver.New(t, opts...)
+	rc := newRestartReceiver(t)
+	rc.srv.Store(srv)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "100")
+	ctx := context.Background()
+	c := newClient(t, srv, alice.test(), nil, noRetry)
+
+	sub, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: rc.URL, Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.secret = sub.Secret.Reveal()
+	rc.mu.Unlock()
+	gone, err := c.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{webhookverify.KindTransferConfirmed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Webhooks.Delete(ctx, gone.WebhookID); err != nil {
+		t.Fatal(err)
+	}
+	first := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "restart-1")
+	if first.status != http.StatusCreated {
+		t.Fatalf("POST /v1/transfers: %d %s", first.status, first.body)
+	}
+	start := srv.Now()
+	srv.Sync() // the first attempt: 503, the retry due 5 s later
+	if got := rc.attempts(); len(got) != 1 {
+		t.Fatalf("%d attempts before the restart, want 1", len(got))
+	}
+
+	before, now := srv.Snapshot(), srv.Now()
+	evBefore, err := srv.Events("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlBefore, err := srv.Deliveries("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dlBefore) != 1 || dlBefore[0].Status != confpay.DeliveryPending || dlBefore[0].NextAttemptAt == nil {
+		t.Fatalf("deliveries before the restart = %+v, want one pending retry", dlBefore)
+	}
+	srv.Close()
+
+	srv2 := fakeserver.New(t, opts...)
+	rc.srv.Store(srv2)
+	if !srv2.Now().Equal(now) {
+		t.Fatalf("the clock restarted at %v, want %v", srv2.Now(), now)
+	}
+	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
+		t.Fatalf("state after restart (-before +after):\n%s", diff)
+	}
+	evAfter, err := srv2.Events("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(evBefore, evAfter); diff != "" {
+		t.Fatalf("events after restart (-before +after):\n%s", diff)
+	}
+	dlAfter, err := srv2.Deliveries("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dlBefore, dlAfter); diff != "" {
+		t.Fatalf("deliveries after restart (-before +after):\n%s", diff)
+	}
+
+	// The kept answer replays, byte for byte.
+	again := rawCall(t, srv2, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`, "Idempotency-Key", "restart-1")
+	if again.status != first.status || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay after restart: %d %s (replayed %q), want %d %s", again.status, again.body, again.header.Get("Idempotent-Replayed"), first.status, first.body)
+	}
+	// The deleted subscription's second DELETE still succeeds.
+	c2 := newClient(t, srv2, alice.test(), nil, noRetry)
+	if err := c2.Webhooks.Delete(ctx, gone.WebhookID); err != nil {
+		t.Fatalf("deleting the deleted subscription again after restart: %v", err)
+	}
+
+	// The retry fires at its exact instant on the restored clock.
+	rc.status.Store(http.StatusOK)
+	srv2.Advance(start.Add(5*time.Second).Sub(srv2.Now()) - time.Nanosecond)
+	if got := rc.attempts(); len(got) != 1 {
+		t.Fatalf("%d attempts before the retry was due, want 1", len(got))
+	}
+	srv2.Advance(time.Nanosecond)
+	got := rc.attempts()
+	if len(got) != 2 || !got[1].Equal(start.Add(5*time.Second)) {
+		t.Fatalf("attempts at %v, want the retry at %v", got, start.Add(5*time.Second))
+	}
+	final, err := srv2.Deliveries("@alice", confpay.NetworkTest)
+	if err != nil || len(final) != 1 || final[0].Status != confpay.DeliverySucceeded || final[0].Attempts != 2 {
+		t.Fatalf("deliveries after the retry = %+v, %v", final, err)
+	}
+	// And a third start sees the delivery's success.
+	snap := srv2.Snapshot()
+	srv2.Close()
+	srv3 := fakeserver.New(t, opts...)
+	rc.srv.Store(srv3)
+	if diff := cmp.Diff(snap, srv3.Snapshot(), restartOptions); diff != "" {
+		t.Fatalf("state after the second restart (-before +after):\n%s", diff)
+	}
+	final3, err := srv3.Deliveries("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(final, final3); diff != "" {
+		t.Fatalf("deliveries after the second restart (-before +after):\n%s", diff)
+	}
+}
