@@ -479,14 +479,23 @@ func (h *Hooks) Replay(net confpay.Network, acct, id, eventID string) (*confpay.
 	return &confpay.Replay{DeliveryID: d.id, EventID: e.ID, WebhookID: sub.id, Status: confpay.DeliveryPending}, nil
 }
 
-// Emit records e on net and starts a delivery to every live subscription
-// of its audience that subscribed to its kind.
-func (h *Hooks) Emit(net confpay.Network, e Event) {
+// Emit records es on net, in order, and starts a delivery of each to every
+// live subscription of its audience that subscribed to its kind. (The
+// events of one operation, such as a transfer's two sides, come in one
+// call: one lock.)
+func (h *Hooks) Emit(net confpay.Network, es ...Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.books[net]
+	for i := range es {
+		h.emitLocked(b, &es[i])
+	}
+}
+
+// emitLocked records e in b and starts its deliveries.
+func (h *Hooks) emitLocked(b *book, e *Event) {
 	b.pruneLocked(e.At)
-	ev := &event{Event: e}
+	ev := &event{Event: *e}
 	b.events[e.ID] = ev
 	b.order = append(b.order, ev)
 	for _, acct := range ev.audience() {
