@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -82,6 +83,9 @@ type Fault struct {
 type faultScript struct {
 	mu   sync.Mutex
 	list []*Fault
+	// any is whether list has a fault (set under mu): a request when none
+	// is scripted, nearly every one, does not take mu.
+	any atomic.Bool
 }
 
 // fault is a matched fault: a copy taken when it applied.
@@ -90,12 +94,16 @@ type fault = Fault
 func (f *faultScript) reset() {
 	f.mu.Lock()
 	f.list = nil
+	f.any.Store(false)
 	f.mu.Unlock()
 }
 
 // match returns the first fault that applies to the request and counts the
 // use, or nil.
 func (f *faultScript) match(method, p string) *fault {
+	if !f.any.Load() {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, x := range f.list {
@@ -189,6 +197,7 @@ func (s *Server) AddFault(f Fault) (string, error) {
 	}
 	s.faults.mu.Lock()
 	s.faults.list = append(s.faults.list, &f)
+	s.faults.any.Store(true)
 	s.faults.mu.Unlock()
 	return f.ID, nil
 }
