@@ -114,33 +114,31 @@ func recipientName(text string, a *account, addr common.Address) string {
 // .failed) to the subscriptions of both sides, each with its direction. An
 // external wallet has no side.
 func (s *Server) emitTransferLocked(n *network, kind string, t *transfer) {
-	s.emitTransferIDsLocked(n, kind, t, eventIDs{})
+	s.emitTransferIDsLocked(n, kind, t, [2]string{})
 }
-
-// eventIDs are the ids of a transfer event's two sides, drawn before the
-// operation took s.mu (newEventIDs); an empty one is drawn when emitted.
-type eventIDs [2]string
 
 // newEventIDs draws the ids of a transfer event's two sides. An id is
 // random and says nothing of the order of events, so an operation draws
 // them before it takes s.mu.
-func newEventIDs() eventIDs { return eventIDs{names.NewID("evt_"), names.NewID("evt_")} }
+func newEventIDs() [2]string { return [2]string{names.NewID("evt_"), names.NewID("evt_")} }
 
-// id is the id of side i, drawn now when none was.
-func (ids *eventIDs) id(i int) string {
+// eventID is ids[i], drawn now when none was.
+func eventID(ids *[2]string, i int) string {
 	if ids[i] == "" {
 		ids[i] = names.NewID("evt_")
 	}
 	return ids[i]
 }
 
-// emitTransferIDsLocked is emitTransferLocked with the events' ids.
-func (s *Server) emitTransferIDsLocked(n *network, kind string, t *transfer, ids eventIDs) {
+// emitTransferIDsLocked is emitTransferLocked with the ids of the payer's
+// event and the payee's, drawn before the operation took s.mu (an empty
+// one is drawn here).
+func (s *Server) emitTransferIDsLocked(n *network, kind string, t *transfer, ids [2]string) {
 	now := s.clock.Now()
-	evs := [2]hooks.Event{{ID: ids.id(0), Kind: kind, At: now, Audience: audience(t.from), Payload: (*sentPayload)(t)}}
+	evs := [2]hooks.Event{{ID: eventID(&ids, 0), Kind: kind, At: now, Audience: audience(t.from), Payload: (*sentPayload)(t)}}
 	k := 1
 	if t.to != nil {
-		evs[1] = hooks.Event{ID: ids.id(1), Kind: kind, At: now, Audience: audience(t.to), Payload: (*receivedPayload)(t)}
+		evs[1] = hooks.Event{ID: eventID(&ids, 1), Kind: kind, At: now, Audience: audience(t.to), Payload: (*receivedPayload)(t)}
 		k = 2
 	}
 	s.hooks.Emit(n.name, evs[:k]...)

@@ -494,7 +494,7 @@ func errHeldCap() *apiError {
 // expiry and emits agent.transaction.pending_approval. Nothing is
 // reserved.
 func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
-	p.eventIDs = eventIDs{} // not the approval's: a held payment keeps none
+	p.eventIDs = [2]string{} // not the approval's: a held payment keeps none
 	now := s.clock.Now()
 	h := &heldTx{
 		id:           names.NewID("atx_"),

@@ -304,9 +304,10 @@ type payment struct {
 	units        *big.Int // base units of asset, > 0
 	confidential bool
 	memo         string
-	// eventIDs are transfer.initiated's, drawn before the operation took
-	// s.mu (pay); empty ones are drawn when it is emitted.
-	eventIDs eventIDs
+	// eventIDs are transfer.initiated's (the payer's event, the payee's),
+	// drawn before the operation took s.mu (pay); empty ones are drawn
+	// when it is emitted.
+	eventIDs [2]string
 }
 
 // createTransferRequest is the create body. Pointers tell "absent" from
