@@ -710,7 +710,7 @@ func (s *Server) adminProve(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c.header.Set("Cache-Control", "no-store") // figures
+	c.setHeader("Cache-Control", "no-store") // figures
 	ans := map[string]any{"balances": list.Balances}
 	if params != nil {
 		ans["decryption_proof"] = params.DecryptionProof
@@ -750,7 +750,7 @@ func (s *Server) adminOpenNote(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	c.header.Set("Cache-Control", "no-store") // figures
+	c.setHeader("Cache-Control", "no-store") // figures
 	return http.StatusOK, map[string]any{
 		"asset":  note.Asset,
 		"amount": confpay.AmountFromUnits(note.Amount, dec),

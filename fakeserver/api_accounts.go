@@ -38,7 +38,7 @@ func (s *Server) handleBalances(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	if proof != nil {
-		c.header.Set("Cache-Control", "no-store") // figures
+		c.setHeader("Cache-Control", "no-store") // figures
 	}
 	return http.StatusOK, list, nil
 }

@@ -129,7 +129,7 @@ type uiNavItem struct {
 // convenience of the /_fake side for a person who opens the server's
 // address; /v1 is untouched.
 func redirectToDashboard(c *call) (int, any, error) {
-	c.header.Set("Location", uiPrefix)
+	c.setHeader("Location", uiPrefix)
 	return http.StatusSeeOther, nil, nil
 }
 

@@ -31,25 +31,37 @@ import (
 // event, so events are recorded in the order they happen; hooks takes its
 // own lock inside.
 
-// transferPayload builds a transfer event's payload for one side. A
-// transfer's parties, asset, hash and id never change after it is created.
-type transferPayload struct {
-	t        *transfer
-	side     *account
-	received bool
+// sentPayload and receivedPayload build a transfer event's payload for
+// the payer's side and the payee's. A transfer's parties, asset, hash and
+// id never change after it is created. (Pointer types: an event holds one
+// without an allocation of its own.)
+type (
+	sentPayload     transfer
+	receivedPayload transfer
+)
+
+// Build renders the payload (hooks.Payload).
+func (p *sentPayload) Build(id, kind string, at time.Time) []byte {
+	t := (*transfer)(p)
+	return transferEvent(t, t.from, false, id, kind, at)
 }
 
 // Build renders the payload (hooks.Payload).
-func (p transferPayload) Build(id, kind string, at time.Time) []byte {
-	t := p.t
+func (p *receivedPayload) Build(id, kind string, at time.Time) []byte {
+	t := (*transfer)(p)
+	return transferEvent(t, t.to, true, id, kind, at)
+}
+
+// transferEvent renders a transfer event's payload for side.
+func transferEvent(t *transfer, side *account, received bool, id, kind string, at time.Time) []byte {
 	direction, counterparty := webhookverify.DirectionSent, recipientName(t.toText, t.to, t.toAddr)
-	if p.received {
+	if received {
 		direction, counterparty = webhookverify.DirectionReceived, t.from.handle
 	}
 	return marshalPayload(&webhookverify.TransferEvent{
 		Event:        kind,
 		EventID:      id,
-		Account:      p.side.handle,
+		Account:      side.handle,
 		Direction:    direction,
 		Counterparty: counterparty,
 		Asset:        t.asset,
@@ -102,11 +114,34 @@ func recipientName(text string, a *account, addr common.Address) string {
 // .failed) to the subscriptions of both sides, each with its direction. An
 // external wallet has no side.
 func (s *Server) emitTransferLocked(n *network, kind string, t *transfer) {
-	now := s.clock.Now()
-	s.hooks.Emit(n.name, hooks.Event{ID: names.NewID("evt_"), Kind: kind, At: now, Audience: audience(t.from), Payload: transferPayload{t: t, side: t.from}})
-	if t.to != nil {
-		s.hooks.Emit(n.name, hooks.Event{ID: names.NewID("evt_"), Kind: kind, At: now, Audience: audience(t.to), Payload: transferPayload{t: t, side: t.to, received: true}})
+	s.emitTransferIDsLocked(n, kind, t, [2]string{})
+}
+
+// newEventIDs draws the ids of a transfer event's two sides. An id is
+// random and says nothing of the order of events, so an operation draws
+// them before it takes s.mu.
+func newEventIDs() [2]string { return [2]string{names.NewID("evt_"), names.NewID("evt_")} }
+
+// eventID is ids[i], drawn now when none was.
+func eventID(ids *[2]string, i int) string {
+	if ids[i] == "" {
+		ids[i] = names.NewID("evt_")
 	}
+	return ids[i]
+}
+
+// emitTransferIDsLocked is emitTransferLocked with the ids of the payer's
+// event and the payee's, drawn before the operation took s.mu (an empty
+// one is drawn here).
+func (s *Server) emitTransferIDsLocked(n *network, kind string, t *transfer, ids [2]string) {
+	now := s.clock.Now()
+	evs := [2]hooks.Event{{ID: eventID(&ids, 0), Kind: kind, At: now, Audience: audience(t.from), Payload: (*sentPayload)(t)}}
+	k := 1
+	if t.to != nil {
+		evs[1] = hooks.Event{ID: eventID(&ids, 1), Kind: kind, At: now, Audience: audience(t.to), Payload: (*receivedPayload)(t)}
+		k = 2
+	}
+	s.hooks.Emit(n.name, evs[:k]...)
 }
 
 // emitAgentTransactionLocked emits agent.transaction.* to the owner.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -102,6 +103,9 @@ type faultScript struct {
 	mu   sync.Mutex
 	list []*scriptedFault
 	seq  uint64 // numbers the faults in the order they were added
+	// any is whether list has a fault (set under mu): a request when none
+	// is scripted, nearly every one, does not take mu.
+	any atomic.Bool
 }
 
 // scriptedFault is a fault in the script with what its draws need: its
@@ -128,6 +132,7 @@ func (f *faultScript) reset() {
 	f.mu.Lock()
 	f.list = nil
 	f.seq = 0
+	f.any.Store(false)
 	f.mu.Unlock()
 }
 
@@ -135,6 +140,9 @@ func (f *faultScript) reset() {
 // use, or nil. A fault with a probability draws from g for the n-th request
 // it matches.
 func (f *faultScript) match(r faultTarget, g *chaosState) *fault {
+	if !f.any.Load() {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, x := range f.list {
@@ -267,6 +275,7 @@ func (s *Server) AddFault(f Fault) (string, error) {
 	s.faults.mu.Lock()
 	s.faults.seq++
 	s.faults.list = append(s.faults.list, &scriptedFault{Fault: f, seq: s.faults.seq})
+	s.faults.any.Store(true)
 	s.faults.mu.Unlock()
 	return f.ID, nil
 }

@@ -48,7 +48,8 @@ type call struct {
 	acct  *account // the key's account (nil on admin routes)
 	key   *apiKey
 	net   *network // the key's network (nil on admin routes)
-	// header is extra response headers the handler wants set.
+	// header is extra response headers the handler wants set (setHeader;
+	// nil until one is).
 	header http.Header
 
 	// Set by a scripted fault: drop the connection once the call is
@@ -72,6 +73,14 @@ type call struct {
 	digest    [32]byte
 	hasDigest bool
 	ownerKey  string
+}
+
+// setHeader sets response header k to v for the answer.
+func (c *call) setHeader(k, v string) {
+	if c.header == nil {
+		c.header = http.Header{}
+	}
+	c.header.Set(k, v)
 }
 
 // routeTable is the whole HTTP face, /v1 and /_fake, by ServeMux pattern.
@@ -143,7 +152,7 @@ func (s *Server) routes() http.Handler {
 		// Before the mux, which would answer an unclean path with a
 		// redirect to its clean form rather than refuse it.
 		if apiErr := s.admit(r); apiErr != nil {
-			s.refuseUnread(&call{s: s, w: w, r: r, reqID: id, header: http.Header{}}, apiErr)
+			s.refuseUnread(&call{s: s, w: w, r: r, reqID: id}, apiErr)
 			return
 		}
 		mux.ServeHTTP(w, r)
@@ -198,7 +207,7 @@ func (s *Server) dispatch(pattern string, rs []route) http.Handler {
 		query[i] = queryParams[routeNames[i]]
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id"), header: http.Header{}}
+		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id")}
 		if c.reqID == "" {
 			c.reqID = names.NewID("req_")
 			w.Header().Set("X-Request-Id", c.reqID)
@@ -472,7 +481,7 @@ func (s *Server) writeError(c *call, err error) {
 	if e, ok := err.(*apiError); ok {
 		c.code, c.param = e.body.Code, e.body.Param
 		if e.retryAfter != "" {
-			c.header.Set("Retry-After", e.retryAfter)
+			c.setHeader("Retry-After", e.retryAfter)
 		}
 	}
 	s.writeJSON(c, status, body)

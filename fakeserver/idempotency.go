@@ -61,7 +61,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		s.writeError(c, e)
 		return
 	case idempotency.Replay:
-		c.header.Set("Idempotent-Replayed", "true")
+		c.setHeader("Idempotent-Replayed", "true")
 		c.replayed = true
 		c.transferID = replayedTransfer(stored.Status, stored.Body)
 		s.writeRaw(c, stored.Status, stored.Body)
@@ -94,7 +94,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 			errCode = ae.body.Code
 			c.code, c.param = ae.body.Code, ae.body.Param
 			if ae.retryAfter != "" {
-				c.header.Set("Retry-After", ae.retryAfter)
+				c.setHeader("Retry-After", ae.retryAfter)
 			}
 		}
 	} else {

@@ -43,6 +43,7 @@ func (s *Server) callerLocked(k *apiKey) (*account, *network, *apiError) {
 // transfer, or 202 with the held payment. failAtConfirm marks the transfer
 // to fail when its block comes (a scripted fault).
 func (s *Server) pay(k *apiKey, p *payment, failAtConfirm bool) (int, any, error) {
+	p.eventIDs = newEventIDs() // random: drawn outside the critical section
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from, n, apiErr := s.callerLocked(k)
@@ -313,7 +314,7 @@ func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *ap
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	s.emitTransferLocked(n, webhookverify.KindTransferInitiated, t)
+	s.emitTransferIDsLocked(n, webhookverify.KindTransferInitiated, t, p.eventIDs)
 	return t, nil
 }
 
@@ -497,6 +498,7 @@ func errHeldCap() *apiError {
 // expiry and emits agent.transaction.pending_approval. Nothing is
 // reserved.
 func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
+	p.eventIDs = [2]string{} // not the approval's: a held payment keeps none
 	now := s.clock.Now()
 	h := &heldTx{
 		id:           names.NewID("atx_"),

@@ -66,8 +66,12 @@ func (p storedPayload) Build(string, string, time.Time) []byte { return p }
 func encodePayload(p hooks.Payload) []byte {
 	var r payloadRec
 	switch p := p.(type) {
-	case transferPayload:
-		r = payloadRec{Transfer: p.t.id, Side: p.side.id, Received: p.received}
+	case *sentPayload:
+		t := (*transfer)(p)
+		r = payloadRec{Transfer: t.id, Side: t.from.id}
+	case *receivedPayload:
+		t := (*transfer)(p)
+		r = payloadRec{Transfer: t.id, Side: t.to.id, Received: true}
 	case fixedPayload:
 		r.Body = marshalPayload(p.v)
 	case storedPayload:
@@ -99,11 +103,14 @@ func (s *Server) decodePayloadLocked(r hooks.EventRecordP) (hooks.Payload, error
 	if n == nil {
 		return nil, fmt.Errorf("event %s names network %q", r.ID, r.Network)
 	}
-	t, side := n.transfers.byID[p.Transfer], s.accounts[p.Side]
-	if t == nil || side == nil {
-		return nil, fmt.Errorf("event %s is inconsistent", r.ID)
+	t := n.transfers.byID[p.Transfer]
+	switch {
+	case t != nil && !p.Received && t.from != nil && t.from.id == p.Side:
+		return (*sentPayload)(t), nil
+	case t != nil && p.Received && t.to != nil && t.to.id == p.Side:
+		return (*receivedPayload)(t), nil
 	}
-	return transferPayload{t: t, side: side, received: p.Received}, nil
+	return nil, fmt.Errorf("event %s is inconsistent", r.ID)
 }
 
 // loadedHooks is one network's replayed webhook records.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -127,11 +128,16 @@ func parseRecipient(text string) (kind int, key string, addr common.Address, api
 // sorting in creation order.
 func (s *Server) newTransferIDLocked() string {
 	s.transferSeq++
-	seq := strconv.FormatUint(s.transferSeq, 36)
-	if len(seq) < 8 {
-		seq = strings.Repeat("0", 8-len(seq)) + seq
+	var b [3 + 13 + 12]byte // "tr_", a uint64 in base 36, the random part
+	id := append(b[:0], "tr_"...)
+	var digits [13]byte
+	seq := strconv.AppendUint(digits[:0], s.transferSeq, 36)
+	for range 8 - min(8, len(seq)) {
+		id = append(id, '0')
 	}
-	return "tr_" + seq + names.Random(names.LowerAlnum, 12)
+	id = append(id, seq...)
+	names.FillID(id[len(id) : len(id)+12])
+	return string(id[:len(id)+12]) // one allocation
 }
 
 // txHash is the keccak-256 of the transfer's canonical encoding with the
@@ -143,7 +149,9 @@ func (s *Server) newTransferIDLocked() string {
 // The amount is deliberately not part of it: a hash over a low-entropy
 // figure and public fields could be inverted by trying every amount.
 func txHash(chainID uint64, t *transfer) string {
-	b := make([]byte, 0, 128)
+	w := txHashers.Get().(*txHasher)
+	defer txHashers.Put(w)
+	b := w.buf[:0]
 	b = appendLP(b, "cpay/v1/transfer")
 	b = binary.BigEndian.AppendUint64(b, chainID)
 	b = appendLP(b, t.id)
@@ -156,12 +164,22 @@ func txHash(chainID uint64, t *transfer) string {
 		b = append(b, 0)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(t.createdAt.UnixNano()))
-	h := crypto.Keccak256Hash(b)
+	h := crypto.HashData(w.kh, b)
 	var out [2 + 2*len(h)]byte // "0x" and lower-case hex, as common.Bytes2Hex: one allocation
 	out[0], out[1] = '0', 'x'
 	hex.Encode(out[2:], h[:])
 	return string(out[:])
 }
+
+// txHasher is txHash's work space: the encoding's buffer (on the heap
+// once, as the hash's Write would put it there each time) and a Keccak
+// state.
+type txHasher struct {
+	buf [128]byte
+	kh  crypto.KeccakState
+}
+
+var txHashers = sync.Pool{New: func() any { return &txHasher{kh: crypto.NewKeccakState()} }}
 
 func appendLP(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
@@ -286,6 +304,10 @@ type payment struct {
 	units        *big.Int // base units of asset, > 0
 	confidential bool
 	memo         string
+	// eventIDs are transfer.initiated's (the payer's event, the payee's),
+	// drawn before the operation took s.mu (pay); empty ones are drawn
+	// when it is emitted.
+	eventIDs [2]string
 }
 
 // createTransferRequest is the create body. Pointers tell "absent" from

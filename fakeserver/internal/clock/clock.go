@@ -7,6 +7,7 @@ import (
 	"container/heap"
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,17 +32,21 @@ import (
 // end after it returned, and what that work schedules from its end (a
 // retry after a failed answer) runs at a later step than its own instant.
 //
-// Lock discipline: c.mu guards the queue and the time; it is never held
-// while a timer function runs. c.run serialises the running of timers, so
-// timer functions never run concurrently with each other. Timer functions
-// may take the server's lock and may schedule further timers.
+// Lock discipline: c.mu guards the queue and the time (which Now reads
+// without it, atomically: a reading is one instant, as under c.mu); it is
+// never held while a timer function runs. c.run serialises the running of
+// timers, so timer functions never run concurrently with each other. Timer
+// functions may take the server's lock and may schedule further timers.
 type Clock struct {
 	mu      sync.Mutex
 	virtual bool
-	now     time.Time     // virtual time
-	offset  time.Duration // real mode: added to the wall clock
-	queue   timerQueue
-	seq     uint64
+	// The time: written under mu, read without it (Now takes no lock, so
+	// that the many readings of a request share the line, not contend
+	// for it).
+	now    atomic.Pointer[time.Time] // virtual time
+	offset atomic.Int64              // real mode: a time.Duration added to the wall clock
+	queue  timerQueue
+	seq    uint64
 
 	run sync.Mutex // held while timers run
 
@@ -65,7 +70,9 @@ type Clock struct {
 
 // NewVirtual returns a clock standing at start.
 func NewVirtual(start time.Time) *Clock {
-	return &Clock{virtual: true, now: start.UTC(), changed: make(chan struct{})}
+	c := &Clock{virtual: true, changed: make(chan struct{})}
+	c.storeNow(start.UTC())
+	return c
 }
 
 // NewReal returns a clock that follows the wall clock and fires timers
@@ -84,17 +91,20 @@ const Resolution = time.Millisecond
 // Now returns the current time on this clock, in UTC, truncated to
 // Resolution.
 func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.nowLocked().Truncate(Resolution)
 }
 
+// nowLocked is the time, not truncated. (It needs no lock, but under c.mu
+// it is the time the critical section sees.)
 func (c *Clock) nowLocked() time.Time {
 	if c.virtual {
-		return c.now
+		return *c.now.Load()
 	}
-	return time.Now().UTC().Add(c.offset).Round(0)
+	return time.Now().UTC().Add(time.Duration(c.offset.Load())).Round(0)
 }
+
+// storeNow sets a virtual clock's time (under c.mu, but at construction).
+func (c *Clock) storeNow(t time.Time) { c.now.Store(&t) }
 
 // Virtual reports whether the clock is virtual.
 func (c *Clock) Virtual() bool { return c.virtual }
@@ -151,7 +161,7 @@ func (t *Timer) Stop() bool {
 func (c *Clock) Skip(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = t.UTC()
+	c.storeNow(t.UTC())
 }
 
 // Pending returns how many timers are scheduled.
@@ -238,10 +248,10 @@ func (c *Clock) moveTo(target time.Time, exact bool) time.Time {
 
 func (c *Clock) setLocked(t time.Time) {
 	if c.virtual {
-		c.now = t
+		c.storeNow(t)
 		return
 	}
-	c.offset = t.Sub(time.Now().UTC())
+	c.offset.Store(int64(t.Sub(time.Now().UTC())))
 }
 
 // work is one tracked piece of work: seq is its place in tracking order;

@@ -180,7 +180,13 @@ type Hooks struct {
 type book struct {
 	subs   map[string]*subscription   // live subscriptions by id
 	byAcct map[string][]*subscription // live subscriptions by account id, in creation order
-	events map[string]*event          // by id
+	// events indexes the events of order[:indexed] by id, for Replay
+	// alone. It is built when a replay needs it (indexLocked), not as
+	// events are recorded: an event costs no map insert (nor the map's
+	// growth) unless some replay comes after it, and each event is
+	// indexed once at most.
+	events  map[string]*event
+	indexed int
 	// order is the events in the order they were recorded, for pruning
 	// (it may hold events already forgotten: gone counts them until the
 	// next compaction); lastPrune is when the book was last pruned
@@ -511,6 +517,7 @@ func (h *Hooks) Replay(net confpay.Network, acct, id, eventID string) (*confpay.
 	if !ok || sub.acct != acct {
 		return nil, ErrNoWebhook
 	}
+	b.indexLocked()
 	e, ok := b.events[eventID]
 	if !ok || !e.concerns(acct) {
 		return nil, ErrNoEvent
@@ -522,19 +529,27 @@ func (h *Hooks) Replay(net confpay.Network, acct, id, eventID string) (*confpay.
 	return &confpay.Replay{DeliveryID: d.id, EventID: e.ID, WebhookID: sub.id, Status: confpay.DeliveryPending}, nil
 }
 
-// Emit records e on net and starts a delivery to every live subscription
-// of its audience that subscribed to its kind.
-func (h *Hooks) Emit(net confpay.Network, e Event) {
+// Emit records es on net, in order, and starts a delivery of each to every
+// live subscription of its audience that subscribed to its kind. (The
+// events of one operation, such as a transfer's two sides, come in one
+// call: one lock.)
+func (h *Hooks) Emit(net confpay.Network, es ...Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.books[net]
+	for i := range es {
+		h.emitLocked(b, &es[i])
+	}
+}
+
+// emitLocked records e in b and starts its deliveries.
+func (h *Hooks) emitLocked(b *book, e *Event) {
 	b.pruneLocked(e.At)
-	ev := &event{Event: e}
+	ev := &event{Event: *e}
 	h.seq++
 	ev.seq = h.seq
-	h.noteEvent(net, ev)
-	b.events[e.ID] = ev
-	b.order = append(b.order, ev)
+	h.noteEvent(b.net, ev)
+	b.order = append(b.order, ev) // indexed by id when a replay needs it
 	for _, acct := range ev.audience() {
 		if acct == "" {
 			continue
@@ -585,17 +600,34 @@ func (b *book) forgetLocked(e *event, acct string) {
 	}
 }
 
-// compactLocked drops the forgotten events from the log's order.
+// compactLocked drops the forgotten events from the log's order (the
+// indexed ones stay its prefix).
 func (b *book) compactLocked() {
 	live := b.order[:0]
-	for _, e := range b.order {
+	indexed := 0
+	for i, e := range b.order {
 		if !e.gone {
+			if i < b.indexed {
+				indexed++
+			}
 			live = append(live, e)
 		}
 	}
 	clear(b.order[len(live):])
 	b.order = append(b.order[:0:0], live...)
 	b.gone = 0
+	b.indexed = indexed
+}
+
+// indexLocked adds the events recorded since the last replay to the index
+// by id. (An event gone meanwhile is left out: the log no longer holds it.)
+func (b *book) indexLocked() {
+	for _, e := range b.order[b.indexed:] {
+		if !e.gone {
+			b.events[e.ID] = e
+		}
+	}
+	b.indexed = len(b.order)
 }
 
 // rememberDeletedLocked notes that acct deleted subscription id at t,
@@ -627,7 +659,8 @@ func (h *Hooks) fullLocked(b *book, sub *subscription) bool {
 func (h *Hooks) EventCount(net confpay.Network) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.books[net].events)
+	b := h.books[net]
+	return len(b.order) - b.gone
 }
 
 // Stop cancels every pending retry and in-flight attempt and waits for

@@ -269,8 +269,7 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 		if e.gone {
 			continue
 		}
-		b.events[e.ID] = e
-		b.order = append(b.order, e)
+		b.order = append(b.order, e) // indexed by id when a replay needs it
 		for i, acct := range e.audience() {
 			if acct != "" && !e.forgotten[i] {
 				b.history[acct] = append(b.history[acct], e)

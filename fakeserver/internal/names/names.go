@@ -10,6 +10,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ethereum/go-ethereum/common"
 )
@@ -91,12 +92,49 @@ const (
 // NewID returns prefix (such as "req_" or "whk_") and 20 random characters
 // of LowerAlnum.
 func NewID(prefix string) string {
+	var r [20]byte
+	FillID(r[:])
 	var b strings.Builder
-	b.Grow(len(prefix) + 20)
+	b.Grow(len(prefix) + len(r))
 	b.WriteString(prefix)
-	appendRandom(&b, LowerAlnum, 20)
+	b.Write(r[:])
 	return b.String()
 }
+
+// FillID fills dst with characters drawn uniformly from LowerAlnum, the
+// random part of an id. The random bytes come from crypto/rand, as
+// Random's do, but read a block at a time (idBlocks): an id costs no read
+// of its own. Secrets (Random) never come from these blocks, so no byte
+// of a future secret waits in memory.
+func FillID(dst []byte) {
+	const limit = 256 - 256%len(LowerAlnum)
+	r := idBlocks.Get().(*randBlock)
+	for i := 0; i < len(dst); {
+		if r.used == len(r.b) {
+			_, _ = rand.Read(r.b[:]) // never fails (crypto/rand, Go 1.24 and later)
+			r.used = 0
+		}
+		x := r.b[r.used]
+		r.used++
+		if int(x) >= limit {
+			continue
+		}
+		dst[i] = LowerAlnum[int(x)%len(LowerAlnum)]
+		i++
+	}
+	idBlocks.Put(r)
+}
+
+// randBlock is random bytes from crypto/rand not used yet: b[used:].
+// Every byte is used once at most.
+type randBlock struct {
+	b    [512]byte
+	used int
+}
+
+// idBlocks are FillID's blocks, one per P as sync.Pool keeps them (a
+// block the pool drops takes its unused bytes with it).
+var idBlocks = sync.Pool{New: func() any { return &randBlock{used: len(randBlock{}.b)} }}
 
 // Random returns n characters drawn uniformly from alphabet (at most 256
 // characters) with crypto/rand, for ids and secrets.
