@@ -365,10 +365,10 @@ func (s *Server) uiLoginPage(w http.ResponseWriter, status int, msg string) {
 
 // ---- formatting ----
 
-// formatWhen prints a time to the second in UTC, or "never".
 // formatLatency is a delivery attempt's duration, to the microsecond.
 func formatLatency(d time.Duration) string { return d.Round(time.Microsecond).String() }
 
+// formatWhen prints a time to the second in UTC, or "never".
 func formatWhen(t any) string {
 	switch t := t.(type) {
 	case time.Time:
