@@ -36,6 +36,7 @@ func (s *Server) adminRoutes() map[string][]route {
 		"/_fake/clock":                        {{"GET", false, s.adminGetClock}, {"POST", false, s.adminSetClock}},
 		"/_fake/settle":                       {{"POST", false, s.adminSettle}},
 		"/_fake/faults":                       {{"GET", false, s.adminListFaults}, {"POST", false, s.adminAddFault}, {"DELETE", false, s.adminClearFaults}},
+		"/_fake/chaos":                        {{"GET", false, s.adminChaos}}, // chaos.go
 		"/_fake/delivery-faults":              {{"GET", false, s.adminListDeliveryFaults}, {"POST", false, s.adminAddDeliveryFault}, {"DELETE", false, s.adminClearDeliveryFaults}},
 		"/_fake/reset":                        {{"POST", false, s.adminReset}},
 		"/_fake/snapshot":                     {{"GET", false, s.adminSnapshot}}, // backup.go

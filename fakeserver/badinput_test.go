@@ -258,6 +258,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		admin("query on the accounts list", "GET", "/_fake/accounts?limit=1", ``, "limit"),
 		admin("repeated books network", "GET", "/_fake/books/%40alice?network=test&network=live", ``, "network"),
 		admin("unknown transfers listing parameter", "GET", "/_fake/transfers?account=%40alice&status=pending", ``, "status"),
+		admin("chaos by network", "GET", "/_fake/chaos?network=test", ``, "network"),
+		admin("repeated chaos account", "GET", "/_fake/chaos?account=%40alice&account=%40bob", ``, "account"),
+		tc{"chaos of an unknown account", "GET", "/_fake/chaos?account=%40zed", ``, nil, 404, confpay.CodeNotFound, ""},
 		// Unclean paths are refused, never redirected (checkPath).
 		admin("leading double slash", "POST", "//_fake/reset", ``, "path"),
 		admin("dot-dot out of /v1", "POST", "/v1/../_fake/reset", ``, "path"),

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -529,4 +530,42 @@ func chaosReplayMessage(test string, seed uint64, rates ChaosRates, on bool) str
 	}
 	return fmt.Sprintf("fakeserver: %s from seed %d; replay with %s=%d go test -run '^%s$'",
 		what, seed, ChaosSeedEnv, seed, strings.ReplaceAll(test, "/", "$/^"))
+}
+
+// chaosView is the answer of GET /_fake/chaos.
+type chaosView struct {
+	// Enabled is whether chaos is on (WithChaos, -chaos).
+	Enabled bool `json:"enabled"`
+	// Seed is ChaosSeed in decimal: a string, so that a 64-bit seed
+	// survives a JSON reader whose numbers are float64.
+	Seed string `json:"seed"`
+	// Rates are the rates in the form ParseChaos reads, without the seed
+	// ("" when chaos is off).
+	Rates  string       `json:"rates"`
+	Faults []ChaosFault `json:"faults"`
+}
+
+// adminChaos answers GET /_fake/chaos?account=: chaos's seed, its rates
+// and the faults it drew (ChaosFaults), only those of one account (id or
+// handle) when account is given. It is how a test in another language
+// against the binary's -chaos learns what chaos did.
+func (s *Server) adminChaos(c *call) (int, any, error) {
+	fs := s.ChaosFaults()
+	if ref := c.r.URL.Query().Get("account"); ref != "" {
+		a, err := s.Account(ref)
+		if err != nil {
+			return 0, nil, err
+		}
+		// A delivery draw names an account by id when it never learned
+		// its handle.
+		fs = slices.DeleteFunc(fs, func(f ChaosFault) bool { return f.Account != a.Handle && f.Account != a.AccountID })
+	}
+	if fs == nil {
+		fs = []ChaosFault{}
+	}
+	v := chaosView{Enabled: s.chaos.on, Seed: strconv.FormatUint(s.chaos.seed, 10), Faults: fs}
+	if s.chaos.on {
+		v.Rates = s.chaos.rates.String()
+	}
+	return http.StatusOK, v, nil
 }

@@ -322,3 +322,77 @@ func TestParseChaos(t *testing.T) {
 		}
 	}
 }
+
+// chaosAnswer is the body of GET /_fake/chaos.
+type chaosAnswer struct {
+	Enabled bool                    `json:"enabled"`
+	Seed    string                  `json:"seed"`
+	Rates   string                  `json:"rates"`
+	Faults  []fakeserver.ChaosFault `json:"faults"`
+}
+
+// TestChaosOverHTTP: GET /_fake/chaos tells a test in another language
+// what chaos drew: the seed, the rates as -chaos reads them, and the
+// faults ChaosFaults lists, every account's or one's; it is guarded by
+// the admin token like the rest of /_fake, and answers chaos off too.
+func TestChaosOverHTTP(t *testing.T) {
+	t.Parallel()
+	const token = "adm-chaos-0123456789"
+	rates := fakeserver.ChaosRates{Error: 4000, LoseAnswer: 5000, RetryAfter: 2}
+	srv := fakeserver.New(t, fakeserver.WithChaos(7, rates), fakeserver.WithAdminToken(token))
+	alice := newAccount(t, srv, "@alice")
+	bob := newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	srv.AddWebhook(t, "@bob", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), hookSecret, confpay.EventTransferInitiated)
+	for i := range 20 {
+		rawCall(t, srv, "GET", "/v1/accounts/me", bob.test(), "")
+		rawCall(t, srv, "POST", "/v1/transfers", alice.test(), payBody, "Idempotency-Key", fmt.Sprint("order-", i))
+	}
+	srv.Sync()
+
+	if a := rawCall(t, srv, "GET", "/_fake/chaos", "", ""); a.status != http.StatusUnauthorized {
+		t.Fatalf("without the admin token: %d %s", a.status, a.body)
+	}
+	var all chaosAnswer
+	rawCall(t, srv, "GET", "/_fake/chaos", token, "").decode(t, &all)
+	want := srv.ChaosFaults()
+	if !all.Enabled || all.Seed != fmt.Sprint(srv.ChaosSeed()) || all.Rates != "error=4000bp,lose_answer=5000bp,retry_after=2" ||
+		!reflect.DeepEqual(all.Faults, want) {
+		t.Fatalf("GET /_fake/chaos = %+v; want seed %d, the rates, and %d faults %+v", all, srv.ChaosSeed(), len(want), want)
+	}
+	if seed, back, err := fakeserver.ParseChaos("seed=" + all.Seed + "," + all.Rates); err != nil || back != rates || fmt.Sprint(seed) != all.Seed {
+		t.Errorf("the answer does not replay: %d %+v %v", seed, back, err)
+	}
+	kinds := map[string]map[string]bool{"@alice": {}, "@bob": {}}
+	for _, f := range all.Faults {
+		kinds[f.Account][f.Kind] = true
+	}
+	if !kinds["@alice"]["api"] || !kinds["@bob"]["api"] || !kinds["@bob"]["delivery"] {
+		t.Fatalf("drew %v; want api faults for both and delivery faults for @bob", kinds)
+	}
+
+	for _, ref := range []string{"%40bob", bob.info.AccountID} {
+		var one chaosAnswer
+		rawCall(t, srv, "GET", "/_fake/chaos?account="+ref, token, "").decode(t, &one)
+		var wantBob []fakeserver.ChaosFault
+		for _, f := range want {
+			if f.Account == "@bob" {
+				wantBob = append(wantBob, f)
+			}
+		}
+		if !reflect.DeepEqual(one.Faults, wantBob) || one.Seed != all.Seed {
+			t.Errorf("?account=%s: %+v, want @bob's %d faults", ref, one.Faults, len(wantBob))
+		}
+	}
+	if a := rawCall(t, srv, "GET", "/_fake/chaos?account=%40nobody", token, ""); a.status != http.StatusNotFound {
+		t.Errorf("unknown account: %d %s", a.status, a.body)
+	}
+
+	var off chaosAnswer
+	plain := fakeserver.New(t)
+	a := rawCall(t, plain, "GET", "/_fake/chaos", "", "")
+	a.decode(t, &off)
+	if off.Enabled || off.Rates != "" || off.Faults == nil || len(off.Faults) != 0 || off.Seed != fmt.Sprint(plain.ChaosSeed()) {
+		t.Errorf("chaos off: %s", a.body)
+	}
+}

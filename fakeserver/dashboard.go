@@ -49,6 +49,7 @@ var uiFuncs = template.FuncMap{
 	"join":     strings.Join,
 	"kinds":    joinKinds,
 	"list":     func(xs ...string) []string { return xs },
+	"latency":  formatLatency,
 }
 
 // uiLayout is the layout alone (the login form and short pages).
@@ -363,6 +364,9 @@ func (s *Server) uiLoginPage(w http.ResponseWriter, status int, msg string) {
 }
 
 // ---- formatting ----
+
+// formatLatency is a delivery attempt's duration, to the microsecond.
+func formatLatency(d time.Duration) string { return d.Round(time.Microsecond).String() }
 
 // formatWhen prints a time to the second in UTC, or "never".
 func formatWhen(t any) string {

@@ -377,3 +377,31 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestDashboardDeliveryAttemptLog: the webhooks page shows each
+// delivery's attempt log: when each attempt was made, its answer (or
+// none), its latency and the delivery fault it met.
+func TestDashboardDeliveryAttemptLog(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t, fakeserver.WithoutDeliveryJitter())
+	newAccount(t, srv, "@shop")
+	srv.AddWebhook(t, "@shop", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), hookSecret, confpay.EventTransferInitiated)
+	srv.InjectDelivery(t, fakeserver.DeliveryFault{Times: 1, Action: fakeserver.DeliveryLoseAnswer})
+	srv.AddInbound(t, fakeserver.InboundParams{From: outsider, To: "@shop", Amount: "1"})
+	srv.Sync()
+	srv.Advance(5 * time.Second) // the retry after the lost answer
+	ds, err := srv.Deliveries("@shop", confpay.NetworkTest)
+	if err != nil || len(ds) != 1 || len(ds[0].AttemptLog) != 2 {
+		t.Fatalf("deliveries %+v, %v; want one with two attempts", ds, err)
+	}
+	log := ds[0].AttemptLog
+	u := newUIClient(t, srv)
+	for _, page := range []string{"/_fake/ui/webhooks", "/_fake/ui/webhooks?fragment=live"} {
+		body := u.get(page, 200)
+		row := body[strings.Index(body, `data-delivery="`+ds[0].DeliveryID+`"`):]
+		row = row[:strings.Index(row, "</tr>")]
+		wantIn(t, row,
+			`<ol class="attempts"><li>`+log[0].At.UTC().Format("2006-01-02 15:04:05Z")+`: <span class="muted">no answer</span> in `+log[0].Duration.Round(time.Microsecond).String()+`, <em>lose_answer</em></li>`,
+			`<li>`+log[1].At.UTC().Format("2006-01-02 15:04:05Z")+`: 200 in `+log[1].Duration.Round(time.Microsecond).String()+`</li></ol>`)
+	}
+}

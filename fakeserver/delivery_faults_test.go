@@ -537,3 +537,48 @@ func TestDeliveryRecordsKeepEveryAttempt(t *testing.T) {
 		t.Fatalf("/_fake/deliveries: %+v; want the direct API's %+v", over.Deliveries, d.AttemptLog)
 	}
 }
+
+// TestDeliveryFaultMatching: a fault applies to the attempts of its
+// subscription and event kind only, as many times as it says; the other
+// subscription's attempts, the other kind's, and the attempts after the
+// count are made without a fault.
+func TestDeliveryFaultMatching(t *testing.T) {
+	t.Parallel()
+	srv := fakeserver.New(t, fakeserver.WithoutDeliveryJitter())
+	newAccount(t, srv, "@shop")
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	a := srv.AddWebhook(t, "@shop", ok, hookSecret, confpay.EventTransferInitiated, confpay.EventTransferConfirmed)
+	srv.AddWebhook(t, "@shop", ok, hookSecret, confpay.EventTransferInitiated, confpay.EventTransferConfirmed)
+	srv.InjectDelivery(t, fakeserver.DeliveryFault{WebhookID: a.WebhookID, Event: confpay.EventTransferConfirmed, Times: 2, Action: fakeserver.DeliveryLoseAnswer})
+	for range 3 {
+		srv.AddInbound(t, fakeserver.InboundParams{From: outsider, To: "@shop", Amount: "1"})
+		srv.Advance(time.Second) // the block: the transfer confirms
+	}
+	srv.Advance(time.Minute) // the lost answers' retries
+	ds, err := srv.Deliveries("@shop", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulted := 0
+	for _, d := range ds {
+		for i, at := range d.AttemptLog {
+			if at.Fault == "" {
+				continue
+			}
+			faulted++
+			if d.WebhookID != a.WebhookID || d.Event != confpay.EventTransferConfirmed || at.Fault != fakeserver.DeliveryLoseAnswer || i != 0 {
+				t.Errorf("attempt %d of %s (%s to %s) got %s; want lose_answer on a first attempt of transfer.confirmed to %s only",
+					i+1, d.DeliveryID, d.Event, d.WebhookID, at.Fault, a.WebhookID)
+			}
+		}
+		if d.Status != confpay.DeliverySucceeded {
+			t.Errorf("delivery %s %s", d.DeliveryID, d.Status)
+		}
+	}
+	if len(ds) != 12 || faulted != 2 {
+		t.Fatalf("%d deliveries, %d attempts faulted; want 12 deliveries (3 payments × 2 kinds × 2 subscriptions), 2 faulted", len(ds), faulted)
+	}
+	if fs := srv.DeliveryFaults(); len(fs) != 1 || fs[0].Used != 2 {
+		t.Fatalf("faults %+v, want one used twice", fs)
+	}
+}

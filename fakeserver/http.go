@@ -119,6 +119,7 @@ var queryParams = map[string][]string{
 	"GET /_fake/events":                        {"account", "network"},
 	"GET /_fake/deliveries":                    {"account", "network"},
 	"GET /_fake/audit":                         {"account", "network"},
+	"GET /_fake/chaos":                         {"account"},
 	"GET /_fake/held":                          {"account", "network"},
 	"POST /_fake/reset":                        {"to"},
 }
