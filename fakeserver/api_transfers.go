@@ -7,7 +7,7 @@ import "net/http"
 
 // handleCreateTransfer answers POST /v1/transfers.
 func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
-	if !s.kycOK(c.acct) { // KYC is answered before the body is looked at
+	if !s.kycOK(c) { // KYC is answered before the body is looked at
 		return 0, nil, errKYC()
 	}
 	p, apiErr := parseCreateTransfer(c.body, s.assets)

@@ -31,7 +31,11 @@ import (
 // outside s.mu, the operation waits until the journal is fsynced up to
 // there, so that its answer is only written once its effect is durable.
 // One fsync covers every operation that committed while the previous one
-// ran (group commit). A read waits too, for whatever it may have seen.
+// ran (group commit). A read waits too, for whatever it may have seen:
+// each section at its Unlock, but the sections an HTTP call runs before
+// its operation (lockFor), which its answer waits for (durableFor). State
+// read outside s.mu must be in the journal before it can be seen, or its
+// reader must wait like durableFor.
 //
 // At start the snapshot and the journal are replayed record by record
 // (later states of a thing replace earlier ones), the indexes and timers
@@ -42,23 +46,48 @@ import (
 type stateMu struct {
 	sync.Mutex
 	s *Server
+	// answer, set by lockFor for one section, is the HTTP call whose
+	// answer waits for what the section saw, in place of Unlock.
+	answer *call
 }
 
 // Unlock writes what the critical section changed to the journal, lets go,
-// and waits until it is durable. A journal that cannot be written stops
-// the server from answering: the operation panics (net/http drops the
-// connection) rather than acknowledge what may be lost.
+// and waits until everything the section saw is durable: its own record
+// if it wrote one, else every record appended before it (a read shows
+// nothing a crash could take back). A section taken with lockFor adds
+// that to its call's answer wait instead. The wait is free when a flush
+// already covered it. A journal that cannot be written stops the server
+// from answering: the operation panics (net/http drops the connection)
+// rather than acknowledge what may be lost.
 func (m *stateMu) Unlock() {
 	s := m.s
 	if s == nil || s.jr == nil {
+		m.answer = nil
 		m.Mutex.Unlock()
 		return
 	}
 	seq := s.flushLocked()
-	m.Mutex.Unlock()
-	if seq > 0 {
-		s.waitDurable(seq)
+	if seq == 0 {
+		seq = s.jr.Appended()
 	}
+	c := m.answer
+	m.answer = nil
+	m.Mutex.Unlock()
+	if c != nil {
+		c.seen = max(c.seen, seq)
+		return
+	}
+	s.waitDurable(seq)
+}
+
+// lockFor takes s.mu for a section of call c that comes before the
+// operation itself (authentication, the KYC check): rather than wait at
+// Unlock, the section's bound joins c's answer wait (durableFor), so that
+// a request waits once, for its own operation's record, and not also for
+// the flush of the records other requests appended meanwhile.
+func (s *Server) lockFor(c *call) {
+	s.mu.Lock()
+	s.mu.answer = c
 }
 
 // waitDurable waits until journal record seq is durable.
@@ -68,13 +97,12 @@ func (s *Server) waitDurable(seq uint64) {
 	}
 }
 
-// durable waits, before an HTTP answer is written, until everything
-// committed so far is durable: a read shows nothing a crash could take
-// back. (A critical section that wrote waits for itself in Unlock; one
-// that only read waits here, once, not in each section.)
-func (s *Server) durable() {
-	if s.jr != nil {
-		s.waitDurable(s.jr.Appended())
+// durableFor waits, before c's answer is written, until what c's
+// deferred sections (lockFor) saw is durable. Every other section waited
+// at its Unlock.
+func (s *Server) durableFor(c *call) {
+	if s.jr != nil && c.seen > 0 {
+		s.waitDurable(c.seen)
 	}
 }
 
