@@ -422,11 +422,12 @@ func errUnauthorized() *apiError {
 	return newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
 }
 
-// kycOK reports whether a's verification lets it move money.
-func (s *Server) kycOK(a *account) bool {
-	s.mu.Lock()
+// kycOK reports whether the verification of c's account lets it move
+// money.
+func (s *Server) kycOK(c *call) bool {
+	s.lockFor(c)
 	defer s.mu.Unlock()
-	return a.kycOK()
+	return c.acct.kycOK()
 }
 
 // authenticate resolves the bearer key, or answers 401 unauthorized.
@@ -440,7 +441,7 @@ func (s *Server) authenticate(c *call) *apiError {
 		return errUnauthorized()
 	}
 	h := sha256.Sum256([]byte(secret))
-	s.mu.Lock()
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	k, ok := s.keys[h] // a map keyed by the hash: the lookup compares hashes, never the key
 	if !ok || k.revokedAt != nil || k.network != n {
