@@ -16,8 +16,9 @@ import (
 // n, the network of the owner's key (or answers policyErr, the parse's
 // error, in the documented order). On the other network the agent's
 // policy allows nothing until a key of that network sets one.
-func (s *Server) createOwnAgent(n *network, owner *account, name string, pr *rules.Policy, policyErr *apiError) (*confpay.Agent, *apiError) {
-	s.mu.Lock()
+func (s *Server) createOwnAgent(c *call, name string, pr *rules.Policy, policyErr *apiError) (*confpay.Agent, *apiError) {
+	n, owner := c.net, c.acct
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	a, apiErr := s.createAgentLocked(owner, name, pr, policyErr, n)
 	if apiErr != nil {
@@ -28,8 +29,9 @@ func (s *Server) createOwnAgent(n *network, owner *account, name string, pr *rul
 
 // updatePolicy applies a PATCH body to the policy on n of owner's agent
 // agentID and announces what changed on n.
-func (s *Server) updatePolicy(n *network, owner *account, agentID string, body []byte) (*confpay.SpendPolicy, error) {
-	s.mu.Lock()
+func (s *Server) updatePolicy(c *call, agentID string, body []byte) (*confpay.SpendPolicy, error) {
+	n, owner := c.net, c.acct
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	a, apiErr := s.ownedAgentLocked(owner, agentID)
 	if apiErr != nil {

@@ -19,7 +19,7 @@ func (s *Server) handleCreateAgent(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	pr, apiErr := s.parsePolicy(body.SpendPolicy, "spend_policy.", "spend_policy")
-	v, apiErr := s.createOwnAgent(c.net, c.acct, body.Name, pr, apiErr)
+	v, apiErr := s.createOwnAgent(c, body.Name, pr, apiErr)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
@@ -45,12 +45,12 @@ func (s *Server) handleListPending(c *call) (int, any, error) {
 
 // handleApprove answers POST /v1/agents/transactions/{id}/approve.
 func (s *Server) handleApprove(c *call) (int, any, error) {
-	return s.approve(c.key, c.r.PathValue("transaction_id"))
+	return s.approve(c, c.r.PathValue("transaction_id"))
 }
 
 // handleReject answers POST /v1/agents/transactions/{id}/reject.
 func (s *Server) handleReject(c *call) (int, any, error) {
-	return s.reject(c.key, c.r.PathValue("transaction_id"))
+	return s.reject(c, c.r.PathValue("transaction_id"))
 }
 
 // handleGetPolicy answers GET /v1/agents/{account_id}/spend-policy: the
@@ -69,7 +69,7 @@ func (s *Server) handleGetPolicy(c *call) (int, any, error) {
 // agent.policy.updated is emitted on the caller's network only; a PATCH
 // that changes nothing is answered as a read.
 func (s *Server) handleUpdatePolicy(c *call) (int, any, error) {
-	p, err := s.updatePolicy(c.net, c.acct, c.r.PathValue("account_id"), c.body)
+	p, err := s.updatePolicy(c, c.r.PathValue("account_id"), c.body)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -7,14 +7,14 @@ import "net/http"
 
 // handleCreateTransfer answers POST /v1/transfers.
 func (s *Server) handleCreateTransfer(c *call) (int, any, error) {
-	if !s.kycOK(c.acct) { // KYC is answered before the body is looked at
+	if !s.kycOK(c) { // KYC is answered before the body is looked at
 		return 0, nil, errKYC()
 	}
 	p, apiErr := parseCreateTransfer(c.body, s.assets)
 	if apiErr != nil {
 		return 0, nil, apiErr
 	}
-	return s.pay(c.key, p, c.failAtConfirm)
+	return s.pay(c, p, c.failAtConfirm)
 }
 
 // handleGetTransfer answers GET /v1/transfers/{transfer_id}.

@@ -161,6 +161,7 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	secret := confpay.Secret("whsec_" + names.Random(names.Base62, 32))
+	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
 	w, err := s.hooks.Subscribe(c.net.name, c.acct.id, req.url, req.events, secret)
 	if err != nil {
 		return 0, nil, hooksError(err)
@@ -180,11 +181,13 @@ func webhookAnswer(w *confpay.Webhook) webhookJSON { return webhookJSON{w, w.Sec
 
 // handleListWebhooks answers GET /v1/webhooks
 func (s *Server) handleListWebhooks(c *call) (int, any, error) {
+	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
 	return http.StatusOK, confpay.WebhookList{Webhooks: s.hooks.Subscriptions(c.net.name, c.acct.id)}, nil
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}
 func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
+	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
 	if err := s.hooks.Unsubscribe(c.net.name, c.acct.id, c.r.PathValue("webhook_id")); err != nil {
 		return 0, nil, hooksError(err)
 	}
@@ -193,6 +196,7 @@ func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 
 // handleDeliveries answers GET /v1/webhooks/{webhook_id}/deliveries
 func (s *Server) handleDeliveries(c *call) (int, any, error) {
+	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
 	limit, offset, apiErr := parsePageQuery(c.r.URL.Query())
 	if apiErr != nil {
 		return 0, nil, apiErr
@@ -206,6 +210,7 @@ func (s *Server) handleDeliveries(c *call) (int, any, error) {
 
 // handleReplay answers POST /v1/webhooks/{webhook_id}/replay/{event_id}
 func (s *Server) handleReplay(c *call) (int, any, error) {
+	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
 	r, err := s.hooks.Replay(c.net.name, c.acct.id, c.r.PathValue("webhook_id"), c.r.PathValue("event_id"))
 	if err != nil {
 		return 0, nil, hooksError(err)

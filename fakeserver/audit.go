@@ -248,6 +248,7 @@ func (s *Server) audit(ref string, only confpay.Network) ([]AuditFinding, error)
 	}
 	s.mu.Unlock()
 
+	defer s.hooksDurable() // the delivery records are read outside s.mu (persist.go)
 	for _, sub := range subjects {
 		rs := reqs[sub]
 		var fs []audit.Finding

@@ -20,13 +20,16 @@ import (
 func (s *Server) Backup() []byte {
 	s.mu.Mutex.Lock()
 	m := mark{}
-	if s.jr != nil && !s.jrDone.Load() {
-		m = s.flushLocked() // the ledger's touched marks go to the journal, not only here
+	live := s.jr != nil && !s.jrDone.Load()
+	if live {
+		// The ledger's touched marks go to the journal, not only here; the
+		// copy shows nothing that is not durable.
+		m = s.flushLocked().max(s.boundLocked())
 	}
 	b := journal.Encode(s.snapshotLocked)
 	s.mu.Mutex.Unlock()
-	if m.seq > 0 {
-		s.waitDurable(m.seq)
+	if live {
+		s.waitMark(m)
 	}
 	return b
 }
@@ -38,7 +41,7 @@ func (s *Server) adminSnapshot(c *call) (int, any, error) {
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", `attachment; filename="`+journal.SnapshotFile+`"`)
 	h.Set("Cache-Control", "no-store")
-	s.durable()
+	s.durableFor(c)
 	c.w.WriteHeader(http.StatusOK)
 	_, _ = c.w.Write(b)
 	c.w = &discardWriter{header: http.Header{}}

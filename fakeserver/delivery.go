@@ -35,7 +35,8 @@ func (s *Server) newHooks() *hooks.Hooks {
 		Timeout:   s.opts.deliveryTimeout,
 		Transport: hookTransport(receiverRouter{base: tr, rs: &s.receivers}),
 		Log:       s.log,
-		Changed:   s.commitHooks, // persist_hooks.go
+		Changed:   s.writeHooks,   // persist_hooks.go
+		Durable:   s.hooksDurable, // persist.go
 
 		MaxPending:           s.opts.hookBounds.pending,
 		MaxPendingPerAccount: s.opts.hookBounds.pendingPerAccount,

@@ -469,6 +469,7 @@ func (s *Server) SubscribeHandler(accountRef string, n confpay.Network, h http.H
 		s.chaos.learn(a.id, a.handle) // the handle its deliveries' chaos draws for
 	}
 	s.mu.Unlock()
+	defer s.hooksDurable() // the webhook state is read outside s.mu (persist.go)
 	w, err := s.hooks.Subscribe(n, acct, s.receivers.add(h), events, secret)
 	if err != nil {
 		return nil, hooksError(err)
@@ -485,6 +486,7 @@ func (s *Server) Events(accountRef string, n confpay.Network) ([]EventRecord, er
 	if err != nil {
 		return nil, err
 	}
+	defer s.hooksDurable() // the webhook state is read outside s.mu (persist.go)
 	recs := s.hooks.Events(n, acct)
 	out := make([]EventRecord, len(recs))
 	for i, r := range recs {
@@ -502,6 +504,7 @@ func (s *Server) Deliveries(accountRef string, n confpay.Network) ([]DeliveryRec
 	if err != nil {
 		return nil, err
 	}
+	defer s.hooksDurable() // the webhook state is read outside s.mu (persist.go)
 	recs := s.hooks.DeliveryRecords(n, acct)
 	out := make([]DeliveryRecord, len(recs))
 	for i, r := range recs {
@@ -598,6 +601,7 @@ func (s *Server) Webhooks(accountRef string, n confpay.Network) ([]*confpay.Webh
 	if err != nil {
 		return nil, err
 	}
+	defer s.hooksDurable() // the webhook state is read outside s.mu (persist.go)
 	return s.hooks.Subscriptions(n, acct), nil
 }
 
@@ -610,6 +614,7 @@ func (s *Server) Replay(accountRef string, n confpay.Network, webhookID, eventID
 	if err != nil {
 		return nil, err
 	}
+	defer s.hooksDurable() // the webhook state is read outside s.mu (persist.go)
 	r, err := s.hooks.Replay(n, acct, webhookID, eventID)
 	if err != nil {
 		return nil, hooksError(err)

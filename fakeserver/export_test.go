@@ -1,6 +1,9 @@
 package fakeserver
 
-import "slices"
+import (
+	"os"
+	"slices"
+)
 
 // Test-only views of the server's inside, for the external tests.
 
@@ -22,3 +25,6 @@ func Routes(s *Server) []string {
 
 // QueryParams names the query parameters a route ("METHOD pattern") takes.
 func QueryParams(route string) []string { return queryParams[route] }
+
+// SetFsync makes s's data directory fsync its journal with fn.
+func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }

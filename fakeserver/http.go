@@ -66,6 +66,7 @@ type call struct {
 	transferID string // the transfer a payment or approval answered
 	replayed   bool
 	arrived    time.Time // clock.Mono when the call reached serve
+	seen       mark      // what its answer waits for (persist.go, lockFor)
 	at         time.Time // the server's clock then
 
 	// Computed once for the idempotency store and the audit (fingerprint,
@@ -455,13 +456,13 @@ func (s *Server) writeJSON(c *call, status int, v any) {
 	}
 	h.Set("Content-Type", "application/json")
 	c.status = status
-	s.durable() // persist.go: nothing is answered before it is durable
+	s.durableFor(c) // persist.go: nothing is answered before it is durable
 	c.w.WriteHeader(status)
 	_ = json.NewEncoder(c.w).Encode(v)
 }
 
 func (s *Server) writeRaw(c *call, status int, b []byte) {
-	s.durable() // persist.go: nothing is answered before it is durable
+	s.durableFor(c) // persist.go: nothing is answered before it is durable
 	h := c.w.Header()
 	for k, vs := range c.header {
 		h[k] = vs

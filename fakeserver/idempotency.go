@@ -45,6 +45,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	e, verdict, stored, retry := st.Begin(c.owner(), keys[0], c.fingerprint(), now)
 	switch verdict {
 	case idempotency.Reused:
+		s.sawOutside(c) // the key's first request may not be durable yet
 		s.writeError(c, newError(http.StatusUnprocessableEntity, confpay.CodeIdempotencyKeyReused,
 			"this Idempotency-Key was used with another method, path or body").withParam("Idempotency-Key"))
 		return
@@ -61,6 +62,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		s.writeError(c, e)
 		return
 	case idempotency.Replay:
+		s.sawOutside(c) // kept once its record was in the commit order (below)
 		c.setHeader("Idempotent-Replayed", "true")
 		c.replayed = true
 		c.transferID = replayedTransfer(stored.Status, stored.Body)
@@ -76,7 +78,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	defer func() {
 		if !kept { // not kept, or a panic: forget the key so that a retry runs
 			st.Forget(e)
-			s.closeSlot(sl, nil)
+			s.closeSlot(c, sl, nil)
 		}
 	}()
 	var status int
@@ -103,9 +105,9 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	if keepAnswer(status, errCode) {
 		a := idempotency.Answer{Status: status, Body: body}
 		rec := idempotency.RecordOf(e, a)
+		s.closeSlot(c, sl, &rec) // first: a replay that sees it kept waits for its record
 		st.Keep(e, a)
 		kept = true
-		s.closeSlot(sl, &rec)
 	}
 	s.writeRaw(c, status, body)
 }

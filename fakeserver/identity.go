@@ -422,11 +422,12 @@ func errUnauthorized() *apiError {
 	return newError(http.StatusUnauthorized, confpay.CodeUnauthorized, "missing or invalid API key")
 }
 
-// kycOK reports whether a's verification lets it move money.
-func (s *Server) kycOK(a *account) bool {
-	s.mu.Lock()
+// kycOK reports whether the verification of c's account lets it move
+// money.
+func (s *Server) kycOK(c *call) bool {
+	s.lockFor(c)
 	defer s.mu.Unlock()
-	return a.kycOK()
+	return c.acct.kycOK()
 }
 
 // authenticate resolves the bearer key, or answers 401 unauthorized.
@@ -441,7 +442,7 @@ func (s *Server) authenticate(c *call) *apiError {
 	}
 	var buf [96]byte // a key's text fits: its hash costs no allocation
 	h := sha256.Sum256(append(buf[:0], secret...))
-	s.mu.Lock()
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	k, ok := s.keys[h] // a map keyed by the hash: the lookup compares hashes, never the key
 	if !ok || k.revokedAt != nil || k.network != n {

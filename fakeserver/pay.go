@@ -42,9 +42,10 @@ func (s *Server) callerLocked(k *apiKey) (*account, *network, *apiError) {
 // hold it), then the balance and the reservation. It answers 201 with the
 // transfer, or 202 with the held payment. failAtConfirm marks the transfer
 // to fail when its block comes (a scripted fault).
-func (s *Server) pay(k *apiKey, p *payment, failAtConfirm bool) (int, any, error) {
+func (s *Server) pay(c *call, p *payment, failAtConfirm bool) (int, any, error) {
+	k := c.key
 	p.eventIDs = newEventIDs() // random: drawn outside the critical section
-	s.mu.Lock()
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	from, n, apiErr := s.callerLocked(k)
 	if apiErr != nil {
@@ -100,8 +101,9 @@ func (s *Server) pay(k *apiKey, p *payment, failAtConfirm bool) (int, any, error
 // per-transaction limit, daily limit, balance; and the agent's KYC status,
 // as for any transfer) and submits it at once. A failed check answers that
 // check's error and the payment stays held.
-func (s *Server) approve(k *apiKey, id string) (int, any, error) {
-	s.mu.Lock()
+func (s *Server) approve(c *call, id string) (int, any, error) {
+	k := c.key
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	caller, n, apiErr := s.callerLocked(k)
 	if apiErr != nil {
@@ -149,8 +151,9 @@ func (s *Server) approveLocked(n *network, caller *account, id string) (*heldTx,
 
 // reject is the owner's rejection of held payment id, by key k: nothing
 // moves.
-func (s *Server) reject(k *apiKey, id string) (int, any, error) {
-	s.mu.Lock()
+func (s *Server) reject(c *call, id string) (int, any, error) {
+	k := c.key
+	s.lockFor(c)
 	defer s.mu.Unlock()
 	caller, n, apiErr := s.callerLocked(k)
 	if apiErr != nil {

@@ -35,6 +35,23 @@ import (
 // One fsync covers every operation that committed while the previous one
 // ran (group commit). A read waits too, for whatever it may have seen.
 //
+// The rule: nothing is shown before it is durable, and what is shown is
+// waited for once. Each section computes its bound, a mark: its own
+// record, else every record committed before it (appended, or held in
+// the commit queue behind an open Idempotency-Key request; see
+// persist_hooks.go). A section outside an HTTP call (the direct API, a
+// timer, a delivery attempt) waits for its bound at Unlock. A section an
+// HTTP call runs takes the lock with lockFor: its bound joins the call's
+// (call.seen), and the answer waits for that once (durableFor, in
+// writeJSON and writeRaw). Sections of a request under an
+// Idempotency-Key must be taken so (their records are held behind the
+// request's own slot until its answer is known). State read outside s.mu
+// (the webhook state under hooks.mu, the Idempotency-Key answers) is
+// written and bounded by a section taken after the read (sawOutside,
+// hooksDurable; a replayed answer is kept only once its record is in the
+// commit order, and its replay bounds it likewise), and a delivery attempt
+// waits before it sends its event.
+//
 // At start the snapshot and the journal are replayed record by record
 // (later states of a thing replace earlier ones), the indexes and timers
 // rebuilt, and the result written back as a new snapshot with an empty
@@ -44,27 +61,49 @@ import (
 type stateMu struct {
 	sync.Mutex
 	s *Server
+	// answer, set by lockFor for one section, is the HTTP call whose
+	// answer waits for what the section saw, in place of Unlock.
+	answer *call
 }
 
 // Unlock writes what the critical section changed to the journal, lets go,
-// and waits until it is durable. A journal that cannot be written stops
-// the server from answering: the operation panics (net/http drops the
-// connection) rather than acknowledge what may be lost.
-//
-// A record held behind a request under an Idempotency-Key
-// (persist_hooks.go) is not waited for here (that request may be this
-// very goroutine's): the answer waits for it (durable).
+// and waits until everything the section saw is durable: its own record
+// if it wrote one, else every record committed before it, appended or
+// held behind an open Idempotency-Key request (a read shows nothing a
+// crash could take back). A section taken with lockFor adds that to its
+// call's answer wait instead. The wait is free when a flush already
+// covered it. A journal that cannot be written stops the server from
+// answering: the operation panics (net/http drops the connection) rather
+// than acknowledge what may be lost.
 func (m *stateMu) Unlock() {
 	s := m.s
+	c := m.answer
+	m.answer = nil
 	if s == nil || s.jr == nil || s.jrDone.Load() {
 		m.Mutex.Unlock()
 		return
 	}
 	mk := s.flushLocked()
-	m.Mutex.Unlock()
-	if mk.seq > 0 {
-		s.waitDurable(mk.seq)
+	if mk == (mark{}) {
+		mk = s.boundLocked()
 	}
+	m.Mutex.Unlock()
+	if c != nil {
+		c.seen = c.seen.max(mk)
+		return
+	}
+	s.waitMark(mk)
+}
+
+// lockFor takes s.mu for a section that HTTP call c runs: rather than
+// wait at Unlock, the section's bound joins c's answer wait (durableFor),
+// so that a request waits once, before its answer. Every section a
+// request under an Idempotency-Key runs between openSlot and closeSlot
+// must be taken so: what it wrote is held behind the request's own slot,
+// and a wait for it there would never end.
+func (s *Server) lockFor(c *call) {
+	s.mu.Lock()
+	s.mu.answer = c
 }
 
 // waitDurable waits until journal record seq is durable.
@@ -74,17 +113,35 @@ func (s *Server) waitDurable(seq uint64) {
 	}
 }
 
-// durable waits, before an HTTP answer is written, until everything
-// committed so far is durable: a read shows nothing a crash could take
-// back. (A critical section that wrote waits for itself in Unlock; one
-// that only read waits here, once, not in each section.)
-func (s *Server) durable() {
-	if s.jr == nil || s.jrDone.Load() {
+// durableFor waits, before c's answer is written, until what c's
+// lockFor sections, its Idempotency-Key slot and its replay saw is
+// durable. Every other section waited at its Unlock.
+func (s *Server) durableFor(c *call) {
+	if s.jr != nil && !s.jrDone.Load() {
+		s.waitMark(c.seen)
+	}
+}
+
+// sawOutside adds to c's answer wait everything committed so far, the
+// webhook changes noted under hooks.mu alone included (they are written
+// now): a handler that read state outside s.mu (the webhook state, a
+// kept Idempotency-Key answer) calls it after reading.
+func (s *Server) sawOutside(c *call) {
+	if s.jr == nil {
 		return
 	}
-	s.commitHooks() // what hooks changed alone (a subscription, a replay)
-	s.waitMark(mark{ticket: s.q.issued.Load()})
-	s.waitDurable(s.jr.Appended())
+	s.lockFor(c)
+	s.mu.Unlock()
+}
+
+// hooksDurable is sawOutside for a caller without an HTTP answer (the
+// direct API, a delivery attempt): it waits there and then.
+func (s *Server) hooksDurable() {
+	if s.jr == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock() // Unlock writes the noted changes and waits for all
 }
 
 // dirtySet is what the critical section changed. Guarded by s.mu.

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,43 +16,61 @@ import (
 )
 
 // BenchmarkTransferCreateDataDir: POST /v1/transfers through the handler,
-// 8 clients in parallel, without a data directory, with one (fsync), and
-// with one without fsync, in the same run (BENCHMARKS.md).
+// 8 and 64 clients in parallel, without a data directory, with one
+// (fsync), and with one without fsync, each without and with an
+// Idempotency-Key (a fresh one per request, as the SDK sends), in the
+// same run; -count N alternates the modes round by round
+// (BENCHMARKS.md).
 func BenchmarkTransferCreateDataDir(b *testing.B) {
-	for _, mode := range []string{"memory", "data", "data-nosync"} {
-		b.Run(mode, func(b *testing.B) {
-			opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithBlockTime(time.Hour)}
-			dir := b.TempDir()
-			switch mode {
-			case "data":
-				opts = append(opts, fakeserver.WithDataDir(dir))
-			case "data-nosync":
-				opts = append(opts, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
-			}
-			srv := fakeserver.New(b, opts...)
-			alice := newAccount(b, srv, "@alice")
-			newAccount(b, srv, "@bob")
-			fundOn(b, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000000")
-			h := srv.Handler()
-			b.SetParallelism(4) // 4 × GOMAXPROCS clients
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`); a.status != 201 {
-						b.Errorf("status %d", a.status)
-						return
-					}
+	for _, clients := range []int{8, 64} {
+		for _, key := range []bool{false, true} {
+			for _, mode := range []string{"memory", "data", "data-nosync"} {
+				name := fmt.Sprintf("clients=%d/%s", clients, mode)
+				if key {
+					name += "/key"
 				}
-			})
-			b.StopTimer()
-			if mode != "memory" {
-				srv.Close()
-				st, err := os.Stat(filepath.Join(dir, journal.JournalFile))
-				if err == nil {
-					b.ReportMetric(float64(st.Size())/float64(b.N), "journal-B/transfer")
-				}
+				b.Run(name, func(b *testing.B) { benchCreateDataDir(b, clients, mode, key) })
 			}
-		})
+		}
+	}
+}
+
+func benchCreateDataDir(b *testing.B, clients int, mode string, key bool) {
+	opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithBlockTime(time.Hour)}
+	dir := b.TempDir()
+	switch mode {
+	case "data":
+		opts = append(opts, fakeserver.WithDataDir(dir))
+	case "data-nosync":
+		opts = append(opts, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+	}
+	srv := fakeserver.New(b, opts...)
+	alice := newAccount(b, srv, "@alice")
+	newAccount(b, srv, "@bob")
+	fundOn(b, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000000")
+	h := srv.Handler()
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0))) // × GOMAXPROCS goroutines
+	var n atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var hdr []string
+			if key {
+				hdr = []string{"Idempotency-Key", "bench-" + strconv.FormatInt(n.Add(1), 10)}
+			}
+			if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`, hdr...); a.status != 201 {
+				b.Errorf("status %d", a.status)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if mode != "memory" {
+		srv.Close()
+		st, err := os.Stat(filepath.Join(dir, journal.JournalFile))
+		if err == nil {
+			b.ReportMetric(float64(st.Size())/float64(b.N), "journal-B/transfer")
+		}
 	}
 }
 

@@ -21,12 +21,15 @@ import (
 // attempted, finished or dropped), and flushLocked takes the notes under
 // s.mu (server → hooks, the lock order) into the record it writes: an
 // event emitted by an operation is in the operation's own record, and a
-// change made under hooks.mu alone rides with the next record. Before an
-// answer is written (durable), the notes waiting are written and waited
-// for, so a subscription's creation or deletion and a replay are durable
-// before they are answered. A delivery attempt's result is written by the
-// attempt's goroutine once recorded (Config.Changed), without anyone
-// waiting for it: a crash may lose the last results, and then the
+// change made under hooks.mu alone rides with the next record. A reader
+// of the webhook state (a /v1/webhooks handler, the direct API) takes
+// s.mu after reading (sawOutside, hooksDurable), which writes the notes
+// waiting, and waits for everything it may have seen, so a
+// subscription's creation or deletion, a replay, an event and a delivery
+// record are durable before they are shown; a delivery attempt waits so
+// before it sends its event (Config.Durable). An attempt's result is
+// written by the attempt's goroutine once recorded (Config.Changed),
+// without anyone waiting for it: a crash may lose the last results, and then the
 // delivery is attempted again after the restart, which at-least-once
 // delivery allows. A pending delivery comes back with its retry timer on
 // the restored clock; one whose attempt was under way is attempted again
@@ -42,9 +45,13 @@ import (
 // next slot still open are appended as one journal record (a group). A
 // crash keeps all of it or none of it, so a request whose effect is
 // durable has its answer durable too, and a retry after a restart
-// replays it. The price: while a request under a key runs, the records
-// committed after it start wait for it to finish (microseconds, but the
-// DNS lookup of a new subscription's host too).
+// replays it. Its sections take s.mu with lockFor (their records are
+// held behind its own slot: it cannot wait for them before its answer),
+// and its answer is kept in the store only once its record is in the
+// commit order, so that a replay's wait (its bound) covers it. The price:
+// while a request under a key runs, the records committed after it start
+// wait for it to finish (microseconds, but the DNS lookup of a new
+// subscription's host too).
 
 // payloadRec is an event's payload as stored: a transfer event by its
 // facts (rebuilt, to the same bytes, from the restored transfer), any
@@ -201,9 +208,23 @@ func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
 
 // ---- the commit queue (Idempotency-Key answers) ----
 
-// mark is where a critical section's record stands: a journal record
-// number, or a ticket in the queue (held behind a slot).
+// mark is where a critical section's record stands, or what a section
+// saw: a journal record number, and a ticket in the queue (held behind a
+// slot). It is durable once both are.
 type mark struct{ seq, ticket uint64 }
+
+// max is the later of m and o in each part.
+func (m mark) max(o mark) mark { return mark{max(m.seq, o.seq), max(m.ticket, o.ticket)} }
+
+// boundLocked is everything committed so far: every record appended, and
+// every one held in the queue (s.mu held).
+func (s *Server) boundLocked() mark {
+	m := mark{seq: s.jr.Appended()}
+	if t := s.q.issued.Load(); t > s.q.done { // done is written under s.mu too
+		m.ticket = t
+	}
+	return m
+}
 
 // slot is a request under an Idempotency-Key, in the commit order.
 type slot struct{ closed bool }
@@ -216,7 +237,8 @@ type queued struct {
 }
 
 // commitQueue holds records behind open slots. items and issued are
-// guarded by s.mu; done and doneSeq by mu (a leaf), which waiters use.
+// guarded by s.mu; done and doneSeq by mu (a leaf), which waiters use,
+// and written under s.mu too (boundLocked reads done under s.mu alone).
 type commitQueue struct {
 	items  []queued
 	issued atomic.Uint64 // the last ticket issued
@@ -252,17 +274,17 @@ func (s *Server) openSlot() *slot {
 	return sl
 }
 
-// closeSlot ends sl's request: its answer rec (nil when not kept) goes in
-// the commit order after its effects, and everything held up to the next
-// open slot is appended as one record. It waits until the answer is
-// durable.
-func (s *Server) closeSlot(sl *slot, rec *idempotency.Record) {
+// closeSlot ends sl's request, call c: its answer rec (nil when not
+// kept) goes in the commit order after its effects, and everything held
+// up to the next open slot is appended as one record. c's answer waits
+// for the answer's record and everything the request may have seen
+// (durableFor).
+func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
 	if sl == nil {
 		return
 	}
 	s.mu.Mutex.Lock()
-	s.flushLocked()
-	m := mark{}
+	m := s.flushLocked()
 	if rec != nil {
 		b := s.batchHeadLocked()
 		b.Idem = []idempotency.Record{*rec}
@@ -274,8 +296,9 @@ func (s *Server) closeSlot(sl *slot, rec *idempotency.Record) {
 	}
 	sl.closed = true
 	s.drainLocked()
+	m = m.max(s.boundLocked())
 	s.mu.Mutex.Unlock()
-	s.waitMark(m)
+	c.seen = c.seen.max(m)
 }
 
 // drainLocked appends the held records up to the first open slot as one
@@ -303,14 +326,23 @@ func (s *Server) drainLocked() {
 	if len(group) == 0 {
 		return
 	}
-	var p []byte
-	if len(group) == 1 {
-		p = group[0]
-	} else {
-		var err error
-		if p, err = json.Marshal(&batch{Group: group}); err != nil {
-			panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
+	p := group[0]
+	if len(group) > 1 {
+		// {"group":[…]} by hand: each member is already valid JSON, and
+		// json.Marshal would scan every one again.
+		n := len(`{"group":[]}`) + len(group) - 1
+		for _, g := range group {
+			n += len(g)
 		}
+		p = make([]byte, 0, n)
+		p = append(p, `{"group":[`...)
+		for i, g := range group {
+			if i > 0 {
+				p = append(p, ',')
+			}
+			p = append(p, g...)
+		}
+		p = append(p, "]}"...)
 	}
 	seq := s.jr.Append(p)
 	s.q.mu.Lock()
@@ -326,7 +358,7 @@ func (s *Server) waitMark(m mark) {
 		for s.q.done < m.ticket {
 			s.q.cond.Wait()
 		}
-		m.seq = s.q.doneSeq
+		m.seq = max(m.seq, s.q.doneSeq)
 		s.q.mu.Unlock()
 	}
 	if m.seq > 0 {
@@ -334,14 +366,19 @@ func (s *Server) waitMark(m mark) {
 	}
 }
 
-// commitHooks writes the webhook changes noted under hooks.mu alone (a
-// subscription, a replay, an attempt's result) and waits until they are
-// durable.
-func (s *Server) commitHooks() {
+// writeHooks writes the webhook changes noted under hooks.mu alone (a
+// delivery attempt's result, Config.Changed) and waits for their record
+// unless it is held behind an open slot: no answer shows them (a reader
+// waits with sawOutside or hooksDurable), and at-least-once delivery
+// allows a result lost to a crash.
+func (s *Server) writeHooks() {
 	if s.jr == nil || s.jrDone.Load() || !s.hooks.Dirty() {
 		return
 	}
-	s.mu.Lock()
-	s.dirty.any = true
-	s.mu.Unlock()
+	s.mu.Mutex.Lock()
+	m := s.flushLocked()
+	s.mu.Mutex.Unlock()
+	if m.seq > 0 {
+		s.waitDurable(m.seq)
+	}
 }

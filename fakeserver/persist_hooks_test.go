@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,5 +173,61 @@ func TestDataDirRestartWebhooks(t *testing.T) {
 	}
 	if diff := cmp.Diff(final, final3); diff != "" {
 		t.Fatalf("deliveries after the second restart (-before +after):\n%s", diff)
+	}
+}
+
+// TestDataDirWebhookAnswersWaitForFsync holds the data directory's fsync
+// and checks that a subscription, created over HTTP or the direct API, is
+// answered only once its record was fsynced: the webhook state lives
+// outside s.mu, and an answer that waited only for the sections it ran
+// showed a subscription a crash could take back.
+func TestDataDirWebhookAnswersWaitForFsync(t *testing.T) {
+	srv := fakeserver.New(t, fakeserver.WithDataDir(t.TempDir()))
+	alice := newAccount(t, srv, "@alice")
+	rc := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer rc.Close()
+	var hold atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	fakeserver.SetFsync(srv, func(f *os.File) error {
+		if hold.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			<-release
+		}
+		return f.Sync()
+	})
+	c := newClient(t, srv, alice.test(), nil, noRetry)
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"POST /v1/webhooks", func() error {
+			_, err := c.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: rc.URL, Events: []confpay.EventKind{webhookverify.KindTransferInitiated}})
+			return err
+		}},
+		{"SubscribeHandler", func() error {
+			_, err := srv.SubscribeHandler("@alice", confpay.NetworkTest, http.NotFoundHandler(), confpay.Secret("whsec_0123456789abcdef0123"))
+			return err
+		}},
+	} {
+		hold.Store(true)
+		release = make(chan struct{})
+		done := make(chan error, 1)
+		go func() { done <- tc.call() }()
+		select {
+		case err := <-done:
+			hold.Store(false)
+			t.Fatalf("%s answered (%v) before anything was fsynced", tc.name, err)
+		case <-entered:
+		}
+		select {
+		case err := <-done:
+			close(release)
+			t.Fatalf("%s answered (%v) while its record's fsync was held", tc.name, err)
+		default:
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 	}
 }

@@ -151,6 +151,11 @@ type Config struct {
 	// recorded, outside the lock, while changes are being noted (Track):
 	// the server writes them to its data directory.
 	Changed func()
+	// Durable, if set, is called before an attempt sends its event,
+	// outside the lock: the server waits there until everything it
+	// committed (the event among it) is durable, so that no receiver is
+	// told of an event a crash could take back.
+	Durable func()
 	// MaxEvents bounds the events kept per account and network (0:
 	// DefaultMaxEvents); MaxRecords the finished delivery records (0:
 	// DefaultMaxRecords). Past either, that account's oldest go.
@@ -873,6 +878,9 @@ func (h *Hooks) attempt(p *pool, j job) {
 	subID, deliveryID := d.sub.id, d.id
 	h.mu.Unlock()
 
+	if h.cfg.Durable != nil {
+		h.cfg.Durable()
+	}
 	if body == nil {
 		body = payload.Build(out.eventID, kind, at)
 	}

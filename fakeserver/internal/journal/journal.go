@@ -29,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Version is the format this package writes and reads.
@@ -60,15 +62,25 @@ type Journal struct {
 	noSync bool
 	lock   *os.File
 
-	mu       sync.Mutex // guards buf, appended, f and closed
-	buf      bytes.Buffer
-	appended uint64 // records appended
+	mu       sync.Mutex // guards the fields below; never held across I/O but in Rewrite
+	cond     sync.Cond  // on mu: a flush ended
+	buf      []byte     // framed records not yet handed to a flush
+	spare    []byte     // the previous flush's buffer, reused
+	appended uint64     // records appended
+	synced   uint64     // records written and fsynced
+	flushing bool       // a Wait is writing and fsyncing (the leader)
 	f        *os.File
 	closed   bool
+	err      error
 
-	syncMu sync.Mutex // serialises writers; guards synced and err
-	synced uint64
-	err    error
+	lastBatch uint64        // records the last flush carried
+	lastSync  time.Duration // how long it took
+	gather    chan struct{} // closed by Append once want is reached
+	want      uint64
+
+	durable atomic.Uint64 // synced, read without mu by Wait's fast path
+
+	syncHook atomic.Pointer[func(*os.File) error] // SetSync
 }
 
 // Contents is what Open read: the snapshot's records, then the journal's,
@@ -92,6 +104,7 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 		return nil, nil, err
 	}
 	j := &Journal{dir: dir, noSync: noSync, lock: lk}
+	j.cond.L = &j.mu
 	c, err := j.load()
 	if err != nil {
 		lk.Close()
@@ -171,10 +184,9 @@ func writeHeader(f *os.File) error {
 // Encode is a snapshot file holding records (what Rewrite writes), for a
 // copy of the state made elsewhere.
 func Encode(records func(emit func([]byte))) []byte {
-	var b bytes.Buffer
-	b.Write(header())
-	records(func(p []byte) { frame(&b, p) })
-	return b.Bytes()
+	b := header()
+	records(func(p []byte) { b = frame(b, p) })
+	return b
 }
 
 // Decode reads a file's records: the records up to the first incomplete
@@ -210,21 +222,24 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 	}
 }
 
-func frame(w *bytes.Buffer, p []byte) {
-	var h [8]byte
-	binary.LittleEndian.PutUint32(h[:], uint32(len(p)))
-	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(p, crcT))
-	w.Write(h[:])
-	w.Write(p)
+func frame(w []byte, p []byte) []byte {
+	w = binary.LittleEndian.AppendUint32(w, uint32(len(p)))
+	w = binary.LittleEndian.AppendUint32(w, crc32.Checksum(p, crcT))
+	return append(w, p...)
 }
 
 // Append adds a record and returns its number for Wait. The caller appends
-// under its own lock, so records are in commit order.
+// under its own lock, so records are in commit order. It never waits for
+// a write or an fsync in progress.
 func (j *Journal) Append(p []byte) uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	frame(&j.buf, p)
+	j.buf = frame(j.buf, p)
 	j.appended++
+	if j.gather != nil && j.appended >= j.want {
+		close(j.gather)
+		j.gather = nil
+	}
 	return j.appended
 }
 
@@ -238,42 +253,106 @@ func (j *Journal) Appended() uint64 {
 // Wait returns once record n (and every one before it) is written and
 // fsynced, or the error that stopped the journal. After an error every
 // Wait fails: the server must not answer as if its state were durable.
+//
+// Group commit: the first waiter that finds no flush running becomes the
+// leader; it takes every record appended so far, writes and fsyncs them
+// without holding mu (Append goes on meanwhile), then wakes the others.
+// A waiter whose record came in while a flush ran waits for that flush
+// to end and then for the next, which the first of them leads and which
+// covers all of them: one fsync per batch, not per record.
 func (j *Journal) Wait(n uint64) error {
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	if j.err != nil {
-		return j.err
-	}
-	if j.synced >= n {
+	if j.durable.Load() >= n {
 		return nil
 	}
 	j.mu.Lock()
-	data := bytes.Clone(j.buf.Bytes())
-	j.buf.Reset()
-	upTo := j.appended
-	f := j.f
-	j.mu.Unlock()
-	if f == nil {
-		j.err = errors.New("journal: closed")
-		return j.err
+	defer j.mu.Unlock()
+	for {
+		if j.synced >= n {
+			return nil
+		}
+		if j.err != nil {
+			return j.err
+		}
+		if j.flushing {
+			j.cond.Wait()
+			continue
+		}
+		if j.f == nil {
+			j.err = errors.New("journal: closed")
+			return j.err
+		}
+		j.flushing = true
+		// Gather: when the last flush carried several records (clients
+		// are running concurrently), wait up to half an fsync for as many
+		// to be appended, so that those the last flush answered, already
+		// on their next operation, join this flush rather than the next.
+		// Alone (a batch of one), a flush starts at once.
+		if want := j.lastBatch; want > 1 && j.appended-j.synced < want {
+			j.want = j.synced + want
+			ch := make(chan struct{})
+			j.gather = ch
+			j.mu.Unlock()
+			t := time.NewTimer(j.lastSync / 2)
+			select {
+			case <-ch:
+			case <-t.C:
+			}
+			t.Stop()
+			j.mu.Lock()
+			j.gather = nil
+		}
+		data, upTo, f := j.buf, j.appended, j.f
+		j.buf = j.spare[:0]
+		j.mu.Unlock()
+		t0 := time.Now()
+		err := j.writeSync(f, data)
+		took := time.Since(t0)
+		j.mu.Lock()
+		j.flushing = false
+		j.spare = data[:0]
+		if err != nil {
+			j.err = err
+		} else {
+			j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
+			j.synced = upTo
+			j.durable.Store(upTo)
+		}
+		j.cond.Broadcast()
 	}
-	if _, err := f.Write(data); err != nil {
-		j.err = fmt.Errorf("journal: write: %w", err)
-		return j.err
-	}
-	if err := j.fsync(f); err != nil {
-		j.err = err
-		return err
-	}
-	j.synced = upTo
-	return nil
 }
+
+// idleLocked waits until no flush runs (mu held).
+func (j *Journal) idleLocked() {
+	for j.flushing {
+		j.cond.Wait()
+	}
+}
+
+func (j *Journal) writeSync(f *os.File, data []byte) error {
+	if len(data) > 0 {
+		if _, err := f.Write(data); err != nil {
+			return fmt.Errorf("journal: write: %w", err)
+		}
+	}
+	return j.fsync(f)
+}
+
+// SetSync makes j fsync its journal file with fn rather than f.Sync (a
+// test holds or fails an fsync with it).
+func (j *Journal) SetSync(fn func(*os.File) error) { j.syncHook.Store(&fn) }
+
+// syncFile is f.Sync (a test replaces it).
+var syncFile = (*os.File).Sync
 
 func (j *Journal) fsync(f *os.File) error {
 	if j.noSync {
 		return nil
 	}
-	if err := f.Sync(); err != nil {
+	sync := syncFile
+	if h := j.syncHook.Load(); h != nil {
+		sync = *h
+	}
+	if err := sync(f); err != nil {
 		return fmt.Errorf("journal: fsync: %w", err)
 	}
 	return nil
@@ -286,10 +365,9 @@ func (j *Journal) fsync(f *os.File) error {
 // a journal whose records it already holds (replaying them is harmless:
 // records are whole states). Appends are held back while it runs.
 func (j *Journal) Rewrite(records func(emit func([]byte))) error {
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.idleLocked()
 	if j.err != nil {
 		return j.err
 	}
@@ -299,16 +377,15 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	var b bytes.Buffer
-	b.Write(header())
+	b := header()
 	records(func(p []byte) {
-		frame(&b, p)
-		if b.Len() > 1<<20 {
-			w.Write(b.Bytes())
-			b.Reset()
+		b = frame(b, p)
+		if len(b) > 1<<20 {
+			w.Write(b)
+			b = b[:0]
 		}
 	})
-	w.Write(b.Bytes())
+	w.Write(b)
 	err = w.Flush()
 	if err == nil {
 		err = f.Sync()
@@ -324,8 +401,9 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	}
 	if err == nil {
 		// The buffered records are older than the snapshot: drop them.
-		j.buf.Reset()
+		j.buf = j.buf[:0]
 		j.synced = j.appended
+		j.durable.Store(j.synced)
 		err = j.f.Truncate(0)
 		if err == nil {
 			_, err = j.f.Seek(0, io.SeekStart)
@@ -347,10 +425,9 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 // Close writes what is buffered, closes the files and releases the lock.
 func (j *Journal) Close() error {
 	err := j.Wait(j.Appended())
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.idleLocked()
 	if j.closed {
 		return nil
 	}

@@ -1,0 +1,97 @@
+package journal
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestWaitForSyncedRecordDoesNotQueue: a Wait for a record an earlier
+// flush already covered returns at once, even while another flush's fsync
+// runs (before, it queued behind that fsync).
+func TestWaitForSyncedRecordDoesNotQueue(t *testing.T) {
+	j, _, err := Open(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Wait(j.Append([]byte("one"))); err != nil {
+		t.Fatal(err)
+	}
+	inSync, release := make(chan struct{}), make(chan struct{})
+	syncFile = func(f *os.File) error {
+		close(inSync)
+		<-release
+		syncFile = (*os.File).Sync
+		return f.Sync()
+	}
+	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	two := j.Append([]byte("two"))
+	led := make(chan error)
+	go func() { led <- j.Wait(two) }()
+	<-inSync // the flush of record 2 is in its fsync
+	done := make(chan error)
+	go func() { done <- j.Wait(1) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // failure detection only
+		close(release)
+		t.Fatal("Wait for a durable record waited for another record's fsync")
+	}
+	// Appends go on while the fsync runs.
+	three := j.Append([]byte("three"))
+	close(release)
+	if err := <-led; err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(three); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCommit: records appended while a flush runs share the next
+// fsync.
+func TestGroupCommit(t *testing.T) {
+	j, _, err := Open(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	syncs := 0
+	inSync, release := make(chan struct{}), make(chan struct{})
+	syncFile = func(f *os.File) error {
+		syncs++
+		if syncs == 1 {
+			close(inSync)
+			<-release
+		}
+		return f.Sync()
+	}
+	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	first := make(chan error)
+	go func() { first <- j.Wait(j.Append([]byte("r1"))) }()
+	<-inSync
+	var last uint64
+	for i := 0; i < 5; i++ {
+		last = j.Append([]byte("rN"))
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error)
+	for n := uint64(2); n <= last; n++ {
+		go func() { errs <- j.Wait(n) }()
+	}
+	for n := uint64(2); n <= last; n++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if syncs != 2 {
+		t.Fatalf("%d fsyncs for a record and a batch of 5, want 2", syncs)
+	}
+}
