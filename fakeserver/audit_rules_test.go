@@ -138,7 +138,14 @@ func TestAuditUnacknowledgedFailedAndTimedOut(t *testing.T) {
 	})
 	for _, answers := range []bool{false, true} {
 		t.Run(fmt.Sprint("answers in time ", answers), func(t *testing.T) {
-			srv, alice := auditWorld(t, fakeserver.WithDeliveryTimeout(20*time.Millisecond))
+			// A handler that hangs meets a short timeout; one that answers
+			// a long one, so that a loaded machine (-race) cannot make it
+			// miss the timeout.
+			timeout := 20 * time.Millisecond
+			if answers {
+				timeout = 10 * time.Second
+			}
+			srv, alice := auditWorld(t, fakeserver.WithDeliveryTimeout(timeout))
 			srv.AddWebhook(t, "@bob", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !answers {
 					<-r.Context().Done() // the handler hangs until the sender gives up
