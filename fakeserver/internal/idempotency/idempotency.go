@@ -17,8 +17,8 @@ const TTL = 24 * time.Hour
 
 // DefaultMaxPerOwner is how many keys one owner (an account on a network)
 // may hold in the store at once unless the server says otherwise. A key
-// with a typical answer (a 201 payment, about 220 B) costs about 490 B
-// (BenchmarkIdempotencyKeyMemory), so the bound is about 49 MB per
+// with a typical answer (a 201 payment, about 220 B) costs about 420 B
+// (BenchmarkIdempotencyKeyMemory), so the bound is about 42 MB per
 // account and network: a busy account may send 100,000 writes in any 24
 // hours (more than one a second all day) before it is refused.
 const DefaultMaxPerOwner = 100_000
