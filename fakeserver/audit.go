@@ -127,6 +127,17 @@ func (s *Server) recordCall(c *call) {
 
 func auditOwner(acct string, n confpay.Network) string { return acct + "\x00" + string(n) }
 
+// ownerKey is auditOwner(k.acct.id, k.network), one string per key: the
+// key's account and network never change.
+func (k *apiKey) ownerKey() string {
+	if p := k.owner.Load(); p != nil {
+		return *p
+	}
+	o := auditOwner(k.acct.id, k.network)
+	k.owner.Store(&o)
+	return o
+}
+
 // answeredTransfer is the transfer a handler's answer made or names: a
 // 201 payment's, or an approval's.
 func answeredTransfer(status int, v any) string {

@@ -204,10 +204,13 @@ func checkPath(p string) *apiError {
 func (s *Server) dispatch(pattern string, rs []route) http.Handler {
 	query := make([][]string, len(rs))    // the parameters each method takes
 	routeNames := make([]string, len(rs)) // "METHOD pattern", made once
+	methods := make([]string, len(rs))
 	for i, rt := range rs {
 		routeNames[i] = rt.method + " " + pattern
 		query[i] = queryParams[routeNames[i]]
+		methods[i] = rt.method
 	}
+	allow := strings.Join(methods, ", ") // the Allow header of a 405
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id")}
 		if c.reqID == "" {
@@ -223,15 +226,14 @@ func (s *Server) dispatch(pattern string, rs []route) http.Handler {
 			return
 		}
 		var rt *route
-		var allow, params []string
+		var params []string
 		for i := range rs {
-			allow = append(allow, rs[i].method)
 			if rs[i].method == r.Method {
 				rt, params, c.route = &rs[i], query[i], routeNames[i]
 			}
 		}
 		if rt == nil {
-			w.Header().Set("Allow", strings.Join(allow, ", "))
+			w.Header().Set("Allow", allow)
 			s.writeError(c, newError(http.StatusMethodNotAllowed, confpay.CodeMethodNotAllowed, "method not allowed on this path"))
 			return
 		}

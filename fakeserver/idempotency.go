@@ -129,7 +129,7 @@ func (c *call) fingerprint() [32]byte {
 // store and the audit key their records.
 func (c *call) owner() string {
 	if c.ownerKey == "" {
-		c.ownerKey = auditOwner(c.acct.id, c.net.name)
+		c.ownerKey = c.key.ownerKey()
 	}
 	return c.ownerKey
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -106,6 +107,11 @@ type apiKey struct {
 	requestCount int64
 	usdgMoved    *big.Int // micro-USDG sent with this key
 	seq          uint64   // issue order, server-wide
+
+	// owner is auditOwner of the key's account and network, made by the
+	// first call that needs it and shared by every later one (the
+	// idempotency store and the audit keep it with each request).
+	owner atomic.Pointer[string]
 }
 
 // KeyInfo describes an API key without the key itself.

@@ -1,7 +1,6 @@
 package fakeserver
 
 import (
-	"math/big"
 	"net/http"
 	"sort"
 	"strings"
@@ -325,7 +324,9 @@ func (s *Server) submitLocked(n *network, p *payment, k *apiKey) (*transfer, *ap
 // event, for a caller that must announce something first (an approval is
 // announced before the transfer it submits).
 func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*transfer, *apiError) {
-	units := new(big.Int).Set(p.units)
+	// The payment's units, shared: no amount is ever changed in place (the
+	// held payment's record shares them too).
+	units := p.units
 	if n.ledger.Reserve(p.from.id, p.asset, units) != nil {
 		return nil, newError(http.StatusPaymentRequired, confpay.CodeInsufficientBalance,
 			"the account does not hold enough "+p.asset+" for this payment")

@@ -38,10 +38,16 @@ func benchPostWith(b *testing.B, hc *http.Client, url, key string, want int) {
 	b.ResetTimer()
 	// cpu-ns/op, the process's CPU time per request (client and server),
 	// stays comparable when other processes compete for the cores.
+	// faults/op, the minor page faults per request: a heap that grows with
+	// every request touches fresh pages, a steady one does not.
 	start, ok := processCPU()
+	faults, okf := processFaults()
 	defer func() {
 		if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
 			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
+		if end, ok2 := processFaults(); okf && ok2 && b.N > 0 {
+			b.ReportMetric(float64(end-faults)/float64(b.N), "faults/op")
 		}
 	}()
 	b.RunParallel(func(pb *testing.PB) {

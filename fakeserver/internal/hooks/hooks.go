@@ -237,7 +237,10 @@ type deletion struct {
 // event is a recorded event.
 type event struct {
 	Event
-	body []byte // the payload, built on first delivery
+	// body is the payload, built on first delivery (or read): nil until
+	// then. A pointer, so that an event is 128 bytes rather than 144: the
+	// log keeps every event, most never built.
+	body *[]byte
 	// forgotten[i] is set when Audience[i]'s history dropped the event
 	// (Config.MaxEvents); gone when the log no longer holds it.
 	forgotten [2]bool
@@ -247,6 +250,14 @@ type event struct {
 
 func (e *event) concerns(acct string) bool {
 	return acct != "" && !e.gone && ((e.Audience[0] == acct && !e.forgotten[0]) || (e.Audience[1] == acct && !e.forgotten[1]))
+}
+
+// built is e's payload if it was built, nil if not.
+func (e *event) built() []byte {
+	if e.body == nil {
+		return nil
+	}
+	return *e.body
 }
 
 // audience is e's distinct accounts ("" where none).
@@ -872,7 +883,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	d.noteLocked()
 	ctx, cancel := context.WithTimeout(clock.WithWork(p.ctx, j.work), h.cfg.Timeout)
 	d.abort = cancel
-	body := d.ev.body
+	body := d.ev.built()
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
 	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
 	subID, deliveryID := d.sub.id, d.id
@@ -895,7 +906,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 
 	h.mu.Lock()
 	if d.ev.body == nil {
-		d.ev.body = body
+		d.ev.body = &body
 	}
 	d.abort = nil
 	d.responseStatus = code

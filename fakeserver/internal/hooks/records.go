@@ -46,7 +46,7 @@ func (h *Hooks) Events(net confpay.Network, acct string) []EventRecord {
 // delivery has yet.
 func (h *Hooks) payload(e *event) []byte {
 	h.mu.Lock()
-	body := e.body
+	body := e.built()
 	h.mu.Unlock()
 	if body != nil {
 		return body
@@ -55,9 +55,9 @@ func (h *Hooks) payload(e *event) []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.body == nil {
-		e.body = body
+		e.body = &body
 	}
-	return e.body
+	return *e.body
 }
 
 // DeliveryRecord is a delivery record with the subscription it belongs to

@@ -17,8 +17,8 @@ const TTL = 24 * time.Hour
 
 // DefaultMaxPerOwner is how many keys one owner (an account on a network)
 // may hold in the store at once unless the server says otherwise. A key
-// with a typical answer (a 201 payment, about 220 B) costs about 490 B
-// (BenchmarkIdempotencyKeyMemory), so the bound is about 49 MB per
+// with a typical answer (a 201 payment, about 220 B) costs about 420 B
+// (BenchmarkIdempotencyKeyMemory), so the bound is about 42 MB per
 // account and network: a busy account may send 100,000 writes in any 24
 // hours (more than one a second all day) before it is refused.
 const DefaultMaxPerOwner = 100_000
@@ -74,14 +74,14 @@ type Entry struct {
 
 // Store keeps first answers. The zero value is not usable; use New.
 type Store struct {
-	mu      sync.Mutex
-	max     int
-	entries map[scope]*Entry
-	order   []*Entry       // oldest first, for expiry
-	owned   map[string]int // live entries per owner
+	mu  sync.Mutex
+	max int
+	// entries holds the live entries by owner, then key: a key's slot is
+	// a string and a pointer (a map by the pair would hold both strings).
+	entries map[string]map[string]*Entry
+	live    int      // live entries, over all owners
+	order   []*Entry // oldest first, for expiry
 }
-
-type scope struct{ owner, key string }
 
 // New returns an empty store that lets each owner hold at most maxPerOwner
 // keys at once.
@@ -95,9 +95,9 @@ func New(maxPerOwner int) *Store {
 func (st *Store) Reset() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.entries = map[scope]*Entry{}
+	st.entries = map[string]map[string]*Entry{}
+	st.live = 0
 	st.order = nil
-	st.owned = map[string]int{}
 }
 
 // SetMaxPerOwner changes the bound; keys already held stay.
@@ -111,16 +111,31 @@ func (st *Store) SetMaxPerOwner(n int) {
 func (st *Store) Len() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.entries)
+	return st.live
 }
 
-// drop removes e, if it is still the entry of its scope.
+// isLive reports whether e is still the entry of its owner and key.
+func (st *Store) isLive(e *Entry) bool { return st.entries[e.owner][e.key] == e }
+
+// add makes e the entry of its owner and key (which has none).
+func (st *Store) add(e *Entry) {
+	m := st.entries[e.owner]
+	if m == nil {
+		m = map[string]*Entry{}
+		st.entries[e.owner] = m
+	}
+	m[e.key] = e
+	st.live++
+}
+
+// drop removes e, if it is still the entry of its owner and key.
 func (st *Store) drop(e *Entry) {
-	s := scope{e.owner, e.key}
-	if st.entries[s] == e {
-		delete(st.entries, s)
-		if st.owned[e.owner]--; st.owned[e.owner] <= 0 {
-			delete(st.owned, e.owner)
+	m := st.entries[e.owner]
+	if m[e.key] == e {
+		delete(m, e.key)
+		st.live--
+		if len(m) == 0 {
+			delete(st.entries, e.owner)
 		}
 	}
 }
@@ -144,12 +159,12 @@ func (st *Store) expire(now time.Time) {
 // outnumber the live ones, so that a flood of requests whose answers are
 // not kept cannot grow it.
 func (st *Store) compact() {
-	if len(st.order) <= 2*len(st.entries)+64 {
+	if len(st.order) <= 2*st.live+64 {
 		return
 	}
 	live := st.order[:0]
 	for _, e := range st.order {
-		if st.entries[scope{e.owner, e.key}] == e {
+		if st.isLive(e) {
 			live = append(live, e)
 		}
 	}
@@ -166,8 +181,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	defer st.mu.Unlock()
 	st.expire(now)
 	st.compact()
-	s := scope{owner, key}
-	e := st.entries[s]
+	e := st.entries[owner][key]
 	if e != nil && now.Sub(e.created) >= TTL {
 		// Expired, though expire stopped at a younger entry before it in
 		// the order (the clock was set back in between).
@@ -183,10 +197,10 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		}
 		return nil, Replay, e.answer, time.Time{}
 	}
-	if st.owned[owner] >= st.max {
+	if len(st.entries[owner]) >= st.max {
 		retry := now.Add(TTL)
 		for _, e := range st.order {
-			if e.owner == owner && st.entries[scope{e.owner, e.key}] == e {
+			if e.owner == owner && st.isLive(e) {
 				retry = e.created.Add(TTL)
 				break
 			}
@@ -194,8 +208,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		return nil, Full, Answer{}, retry
 	}
 	e = &Entry{owner: owner, key: key, fp: fp, created: now}
-	st.entries[s] = e
-	st.owned[owner]++
+	st.add(e)
 	st.order = append(st.order, e)
 	return e, Run, Answer{}, time.Time{}
 }
@@ -235,7 +248,7 @@ func (st *Store) Records(now time.Time) []Record {
 	defer st.mu.Unlock()
 	var out []Record
 	for _, e := range st.order {
-		if e.done && st.entries[scope{e.owner, e.key}] == e && now.Sub(e.created) < TTL {
+		if e.done && st.isLive(e) && now.Sub(e.created) < TTL {
 			out = append(out, RecordOf(e, e.answer))
 		}
 	}
@@ -250,12 +263,10 @@ func (st *Store) Restore(r Record, now time.Time) {
 	if now.Sub(r.Created) >= TTL {
 		return
 	}
-	s := scope{r.Owner, r.Key}
-	if old := st.entries[s]; old != nil {
+	if old := st.entries[r.Owner][r.Key]; old != nil {
 		st.drop(old)
 	}
 	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created, done: true, answer: Answer{Status: r.Status, Body: r.Body}}
-	st.entries[s] = e
-	st.owned[r.Owner]++
+	st.add(e)
 	st.order = append(st.order, e)
 }
