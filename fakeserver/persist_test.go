@@ -267,7 +267,7 @@ func FuzzDataDirLoad(f *testing.F) {
 	srv.Close()
 	f.Add(data)
 	f.Add(data[:len(data)/2])
-	f.Add([]byte("CPJ\x01\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00{}"))
+	f.Add([]byte("CPJ\x02\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00"))
 	f.Fuzz(func(t *testing.T, journalBytes []byte) {
 		d := t.TempDir()
 		if err := os.WriteFile(filepath.Join(d, journal.JournalFile), journalBytes, 0o600); err != nil {
