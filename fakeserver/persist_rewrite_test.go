@@ -128,4 +128,3 @@ func readFile(t *testing.T, dir, name string) []byte {
 	}
 	return b
 }
-
