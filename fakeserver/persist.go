@@ -52,9 +52,10 @@ import (
 // waits before it sends its event.
 //
 // At start the snapshot and the journal are replayed record by record
-// (later states of a thing replace earlier ones), the indexes and timers
-// rebuilt, and the result written back as a new snapshot with an empty
-// journal.
+// (later states of a thing replace earlier ones; persist_codec.go has the
+// binary encoding) and the indexes and timers rebuilt. The journal is
+// folded into a new snapshot only once it outgrows the snapshot
+// (rewriteLocked): at start, or while running.
 
 // stateMu is s.mu: a mutex whose Unlock commits (see above).
 type stateMu struct {
