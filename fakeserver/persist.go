@@ -863,6 +863,15 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	if s.opts.dataRewriteAt > 0 {
 		jr.SetRewriteAt(s.opts.dataRewriteAt)
 	}
+	// s.jr is set before the state is installed: a delivery that comes
+	// back due is attempted at once, and reads it. After a failure the
+	// journal is closed and done (jrDone), so that nothing waits for it.
+	s.jr = jr
+	fail := func(err error) (bool, error) {
+		s.jrDone.Store(true)
+		jr.Close()
+		return false, err
+	}
 	l := newLoaded()
 	s.hooks.Track()
 	n := 0
@@ -870,8 +879,7 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		for _, p := range recs {
 			n++
 			if err := decodeRecord(p, l); err != nil {
-				jr.Close()
-				return false, fmt.Errorf("data directory %s: record %d: %w", dir, n, err)
+				return fail(fmt.Errorf("data directory %s: record %d: %w", dir, n, err))
 			}
 		}
 	}
@@ -882,19 +890,16 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		}
 		for _, a := range l.assets {
 			if apiErr := s.assets.set(a); apiErr != nil {
-				jr.Close()
-				return false, fmt.Errorf("data directory %s: asset %s: %s", dir, a.Code, apiErr.Error())
+				return fail(fmt.Errorf("data directory %s: asset %s: %s", dir, a.Code, apiErr.Error()))
 			}
 		}
 		s.mu.Mutex.Lock()
 		err = s.installLocked(l)
 		s.mu.Mutex.Unlock()
 		if err != nil {
-			jr.Close()
-			return false, fmt.Errorf("data directory %s: %w", dir, err)
+			return fail(fmt.Errorf("data directory %s: %w", dir, err))
 		}
 	}
-	s.jr = jr
 	if n == 0 || jr.RewriteDue() {
 		// A new directory gets its snapshot (a file of the current
 		// format); a long journal is folded into one.
@@ -902,9 +907,7 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		err = jr.Rewrite(s.snapshotLocked)
 		s.mu.Mutex.Unlock()
 		if err != nil {
-			s.jr = nil
-			jr.Close()
-			return false, err
+			return fail(err)
 		}
 	}
 	return len(l.accounts) == 0, nil

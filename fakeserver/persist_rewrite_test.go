@@ -38,8 +38,8 @@ func TestDataDirRestartKeepsSmallJournal(t *testing.T) {
 	if !bytes.Equal(readFile(t, dir, journal.SnapshotFile), snap0) {
 		t.Fatal("the restart rewrote the snapshot for a small journal")
 	}
-	if !bytes.Equal(readFile(t, dir, journal.JournalFile), jr0) {
-		t.Fatal("the restart changed the journal")
+	if jr := readFile(t, dir, journal.JournalFile); len(jr) < len(jr0) || !bytes.Equal(jr[:len(jr0)], jr0) {
+		t.Fatal("the restart rewrote the journal")
 	}
 	newAccount(t, srv2, "@dave")
 	after := srv2.Snapshot()
