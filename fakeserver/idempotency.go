@@ -107,6 +107,7 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		rec := idempotency.RecordOf(e, a)
 		s.closeSlot(c, sl, &rec) // first: a replay that sees it kept waits for its record
 		st.Keep(e, a)
+		s.keptSlot(sl)
 		kept = true
 	}
 	s.writeRaw(c, status, body)

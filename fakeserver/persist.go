@@ -1,7 +1,6 @@
 package fakeserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"slices"
@@ -53,9 +52,10 @@ import (
 // waits before it sends its event.
 //
 // At start the snapshot and the journal are replayed record by record
-// (later states of a thing replace earlier ones), the indexes and timers
-// rebuilt, and the result written back as a new snapshot with an empty
-// journal.
+// (later states of a thing replace earlier ones; persist_codec.go has the
+// binary encoding) and the indexes and timers rebuilt. The journal is
+// folded into a new snapshot only once it outgrows the snapshot
+// (rewriteLocked): at start, or while running.
 
 // stateMu is s.mu: a mutex whose Unlock commits (see above).
 type stateMu struct {
@@ -231,25 +231,24 @@ func (s *Server) markClock() {
 // ---- records ----
 
 // batch is one journal record: everything one critical section changed,
-// each thing in its whole new state. A snapshot is a series of batches.
+// each thing in its whole new state (persist_codec.go encodes it). A
+// snapshot is a series of batches.
 type batch struct {
-	Reset     bool           `json:"reset,omitempty"`
-	Now       time.Time      `json:"now"`
-	Seq       [3]uint64      `json:"seq"` // transfers, accounts, keys
-	HeldSeq   map[string]int `json:"hseq,omitempty"`
-	Accounts  []accountRec   `json:"accounts,omitempty"`
-	Keys      []keyRec       `json:"keys,omitempty"`
-	Books     []bookRec      `json:"books,omitempty"`
-	Transfers []transferRec  `json:"transfers,omitempty"`
-	Held      []heldRec      `json:"held,omitempty"`
-	Policies  []policyRec    `json:"policies,omitempty"`
-	Assets    []Asset        `json:"assets,omitempty"`
+	Reset     bool
+	Now       time.Time
+	Seq       [3]uint64 // transfers, accounts, keys
+	HeldSeq   map[string]int
+	Accounts  []accountRec
+	Keys      []keyRec
+	Books     []bookRec
+	Transfers []transferRec
+	Held      []heldRec
+	Policies  []policyRec
+	Assets    []Asset
 	// Hooks is the webhook changes (persist_hooks.go), Idem the kept
-	// Idempotency-Key answers; Group, when set, is a series of records
-	// appended as one (and nothing else is set).
-	Hooks *hooks.Changes       `json:"hooks,omitempty"`
-	Idem  []idempotency.Record `json:"idem,omitempty"`
-	Group []json.RawMessage    `json:"group,omitempty"`
+	// Idempotency-Key answers.
+	Hooks *hooks.Changes
+	Idem  []idempotency.Record
 }
 
 type accountRec struct {
@@ -506,27 +505,20 @@ func (s *Server) batchHeadLocked() *batch {
 }
 
 func (s *Server) appendLocked(b *batch) mark {
-	p, err := json.Marshal(b)
-	if err != nil {
-		panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
-	}
+	p := b.encode()
 	if m, held := s.queueLocked(p); held {
 		return m
 	}
-	return mark{seq: s.jr.Append(p)}
+	m := mark{seq: s.jr.Append(p)}
+	s.rewriteLocked()
+	return m
 }
 
 // snapshotLocked emits the whole state as batches: the head (clock,
 // sequences, assets), then the accounts (owners before their agents),
 // keys, books, transfers and held payments, in chunks.
 func (s *Server) snapshotLocked(emit func([]byte)) {
-	enc := func(b *batch) {
-		p, err := json.Marshal(b)
-		if err != nil {
-			panic("confpay-fakeserver: cannot encode a snapshot record: " + err.Error())
-		}
-		emit(p)
-	}
+	enc := func(b *batch) { emit(b.encode()) }
 	head := s.batchHeadLocked()
 	head.Reset = true
 	head.Assets = s.assets.list()
@@ -580,7 +572,15 @@ func (s *Server) snapshotLocked(emit func([]byte)) {
 		for _, t := range n.transfers.byID {
 			ts = append(ts, t)
 		}
-		sort.Slice(ts, func(i, j int) bool { return ts[i].id < ts[j].id })
+		slices.SortFunc(ts, func(a, b *transfer) int { // install order: no sort at start
+			if a.before(b) {
+				return -1
+			}
+			if b.before(a) {
+				return 1
+			}
+			return 0
+		})
 		for _, t := range ts {
 			b.Transfers = append(b.Transfers, s.transferRecLocked(n, t))
 			flush(false)
@@ -609,85 +609,30 @@ type loaded struct {
 	accounts  map[string]accountRec
 	keys      map[string]keyRec
 	books     map[confpay.Network]map[string][]ledger.Row
-	transfers map[confpay.Network]map[string]transferRec
-	held      map[confpay.Network]map[string]heldRec
+	transfers map[confpay.Network]*latest[transferRec]
+	held      map[confpay.Network]*latest[heldRec]
 	policies  map[confpay.Network]map[string]policyRec
 	hooks     map[confpay.Network]*loadedHooks
 	idem      []idempotency.Record
 }
 
 func newLoaded() *loaded {
-	return &loaded{accounts: map[string]accountRec{}, keys: map[string]keyRec{},
-		books:     map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		transfers: map[confpay.Network]map[string]transferRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		held:      map[confpay.Network]map[string]heldRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		policies:  map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}},
-		hooks:     newLoadedHooks()}
+	l := &loaded{}
+	l.reset()
+	return l
+}
+
+// reset forgets everything but the clock and sequences (a reset record).
+func (l *loaded) reset() {
+	l.accounts, l.keys = map[string]accountRec{}, map[string]keyRec{}
+	l.books = map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
+	l.transfers = map[confpay.Network]*latest[transferRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
+	l.held = map[confpay.Network]*latest[heldRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
+	l.policies = map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
+	l.hooks, l.idem = newLoadedHooks(), nil
 }
 
 func validNet(n confpay.Network) bool { return n == confpay.NetworkTest || n == confpay.NetworkLive }
-
-// apply replays one record.
-func (l *loaded) apply(p []byte) error {
-	var b batch
-	if err := json.Unmarshal(p, &b); err != nil {
-		return fmt.Errorf("a record does not decode: %w", err)
-	}
-	if len(b.Group) > 0 {
-		for _, p := range b.Group {
-			if err := l.apply(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if b.Reset {
-		fresh := newLoaded()
-		l.accounts, l.keys, l.books, l.transfers, l.held, l.policies = fresh.accounts, fresh.keys, fresh.books, fresh.transfers, fresh.held, fresh.policies
-		l.hooks, l.idem = fresh.hooks, nil
-	}
-	if b.Hooks != nil {
-		if err := l.applyHooks(b.Hooks); err != nil {
-			return err
-		}
-	}
-	l.idem = append(l.idem, b.Idem...)
-	if b.Assets != nil {
-		l.assets = b.Assets
-	}
-	l.now, l.seq, l.heldSeq = b.Now, b.Seq, b.HeldSeq
-	for _, r := range b.Accounts {
-		l.accounts[r.ID] = r
-	}
-	for _, r := range b.Keys {
-		l.keys[r.ID] = r
-	}
-	for _, r := range b.Books {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a book names network %q", r.Network)
-		}
-		l.books[r.Network][r.Acct] = r.Rows
-	}
-	for _, r := range b.Transfers {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a transfer names network %q", r.Network)
-		}
-		l.transfers[r.Network][r.ID] = r
-	}
-	for _, r := range b.Policies {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a policy names network %q", r.Network)
-		}
-		l.policies[r.Network][r.Agent] = r
-	}
-	for _, r := range b.Held {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a held payment names network %q", r.Network)
-		}
-		l.held[r.Network][r.ID] = r
-	}
-	return nil
-}
 
 func parseUnits(s string) (*big.Int, bool) {
 	u, ok := new(big.Int).SetString(s, 10)
@@ -790,18 +735,25 @@ func (s *Server) installLocked(l *loaded) error {
 	return s.installHooksLocked(l)
 }
 
-func (s *Server) installTransfersLocked(n *network, recs map[string]transferRec) error {
-	ts := make([]transferRec, 0, len(recs))
-	for _, r := range recs {
-		ts = append(ts, r)
-	}
-	sort.Slice(ts, func(i, j int) bool {
-		if !ts[i].CreatedAt.Equal(ts[j].CreatedAt) {
-			return ts[i].CreatedAt.Before(ts[j].CreatedAt)
+func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) error {
+	ts := recs.live()
+	// Snapshots and the journal hold transfers in creation order: sort
+	// only when a clock set backwards made it differ.
+	cmpRec := func(a, b transferRec) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
 		}
-		return ts[i].ID < ts[j].ID
-	})
-	for _, r := range ts {
+		return strings.Compare(a.ID, b.ID)
+	}
+	if !slices.IsSortedFunc(ts, cmpRec) {
+		ts = slices.Clone(ts)
+		slices.SortFunc(ts, cmpRec)
+	}
+	if len(n.transfers.byID) == 0 {
+		n.transfers.byID = make(map[string]*transfer, len(ts))
+	}
+	for i := range ts {
+		r := &ts[i]
 		from := s.accounts[r.From]
 		units, ok := parseUnits(r.Units)
 		if from == nil || !ok || !common.IsHexAddress(r.ToAddr) {
@@ -840,11 +792,8 @@ func (s *Server) installTransfersLocked(n *network, recs map[string]transferRec)
 	return nil
 }
 
-func (s *Server) installHeldLocked(n *network, recs map[string]heldRec) error {
-	hs := make([]heldRec, 0, len(recs))
-	for _, r := range recs {
-		hs = append(hs, r)
-	}
+func (s *Server) installHeldLocked(n *network, recs *latest[heldRec]) error {
+	hs := slices.Clone(recs.live())
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Seq < hs[j].Seq })
 	for _, r := range hs {
 		agent := s.accounts[r.Agent]
@@ -901,49 +850,88 @@ func (s *Server) installHeldLocked(n *network, recs map[string]heldRec) error {
 	return nil
 }
 
-// openDataDir opens dir, replays it into s and rewrites it as a snapshot.
-// It reports whether the directory held no state (for -seed).
+// openDataDir opens dir and replays it into s. It writes a new snapshot
+// (and empties the journal) only when the journal has outgrown the
+// snapshot (journal.RewriteDue): a restart after a short run costs the
+// replay alone. It reports whether the directory held no state (for
+// -seed).
 func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	jr, c, err := journal.Open(dir, noSync)
 	if err != nil {
 		return false, err
 	}
+	if s.opts.dataRewriteAt > 0 {
+		jr.SetRewriteAt(s.opts.dataRewriteAt)
+	}
+	// s.jr is set before the state is installed: a delivery that comes
+	// back due is attempted at once, and reads it. After a failure the
+	// journal is closed and done (jrDone), so that nothing waits for it.
+	s.jr = jr
+	fail := func(err error) (bool, error) {
+		s.jrDone.Store(true)
+		jr.Close()
+		return false, err
+	}
 	l := newLoaded()
 	s.hooks.Track()
-	recs := slices.Concat(c.Snapshot, c.Journal)
-	for i, p := range recs {
-		if err := l.apply(p); err != nil {
-			jr.Close()
-			return false, fmt.Errorf("data directory %s: record %d: %w", dir, i+1, err)
+	n := 0
+	for _, recs := range [][][]byte{c.Snapshot, c.Journal} {
+		for _, p := range recs {
+			n++
+			if err := decodeRecord(p, l); err != nil {
+				return fail(fmt.Errorf("data directory %s: record %d: %w", dir, n, err))
+			}
 		}
 	}
-	if len(recs) > 0 {
+	c.Snapshot, c.Journal = nil, nil // the file contents go before the state is built
+	if n > 0 {
 		if !s.opts.realClock {
 			s.clock.Set(l.now)
 		}
 		for _, a := range l.assets {
 			if apiErr := s.assets.set(a); apiErr != nil {
-				jr.Close()
-				return false, fmt.Errorf("data directory %s: asset %s: %s", dir, a.Code, apiErr.Error())
+				return fail(fmt.Errorf("data directory %s: asset %s: %s", dir, a.Code, apiErr.Error()))
 			}
 		}
 		s.mu.Mutex.Lock()
 		err = s.installLocked(l)
 		s.mu.Mutex.Unlock()
 		if err != nil {
-			jr.Close()
-			return false, fmt.Errorf("data directory %s: %w", dir, err)
+			return fail(fmt.Errorf("data directory %s: %w", dir, err))
 		}
 	}
-	s.mu.Mutex.Lock()
-	err = jr.Rewrite(s.snapshotLocked)
-	s.mu.Mutex.Unlock()
-	if err != nil {
-		jr.Close()
-		return false, err
+	if n == 0 || jr.RewriteDue() {
+		// A new directory gets its snapshot (a file of the current
+		// format); a long journal is folded into one.
+		s.mu.Mutex.Lock()
+		err = jr.Rewrite(s.snapshotLocked)
+		s.mu.Mutex.Unlock()
+		if err != nil {
+			return fail(err)
+		}
 	}
-	s.jr = jr
 	return len(l.accounts) == 0, nil
+}
+
+// rewriteLocked folds the journal into a new snapshot once it has
+// outgrown the last one (journal.RewriteDue), so that neither the
+// directory nor the replay at the next start grows without bound: every
+// write to the journal costs at most one more write to a snapshot,
+// amortized. It runs under s.mu, with the state consistent, and only when
+// no request under an Idempotency-Key is open (the snapshot would hold
+// its effects without its answer, which a crash could then separate);
+// the commit after the last such request closes does it. The snapshot is
+// written beside and renamed (journal.Rewrite), so a crash during it
+// loses nothing. The operations waiting meanwhile wait for the rewrite
+// (its cost: BENCHMARKS.md).
+func (s *Server) rewriteLocked() {
+	if !s.jr.RewriteDue() || len(s.q.items) > 0 || s.q.keeping.Load() > 0 {
+		return
+	}
+	if err := s.jr.Rewrite(s.snapshotLocked); err != nil {
+		// The journal is stopped: every wait fails and no answer is sent.
+		return
+	}
 }
 
 // WithDataDir keeps the server's state in directory dir (created 0700 if

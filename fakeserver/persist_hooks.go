@@ -1,11 +1,13 @@
 package fakeserver
 
 import (
-	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/crypto/cryptobyte"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
@@ -53,15 +55,14 @@ import (
 // wait for it to finish (microseconds, but the DNS lookup of a new
 // subscription's host too).
 
-// payloadRec is an event's payload as stored: a transfer event by its
-// facts (rebuilt, to the same bytes, from the restored transfer), any
-// other by its bytes.
-type payloadRec struct {
-	Transfer string          `json:"t,omitempty"`
-	Side     string          `json:"s,omitempty"`
-	Received bool            `json:"r,omitempty"`
-	Body     json.RawMessage `json:"b,omitempty"`
-}
+// An event's payload as stored: a transfer event by its facts (rebuilt,
+// to the same bytes, from the restored transfer): a kind byte, the
+// transfer's id and the side's account id; any other by its bytes.
+const (
+	payloadBody     = 0
+	payloadSent     = 1
+	payloadReceived = 2
+)
 
 // storedPayload is a payload restored as bytes.
 type storedPayload []byte
@@ -71,50 +72,56 @@ func (p storedPayload) Build(string, string, time.Time) []byte { return p }
 
 // encodePayload is how a payload is stored (hooks.TakeChanges, Dump).
 func encodePayload(p hooks.Payload) []byte {
-	var r payloadRec
+	b := cryptobyte.NewBuilder(make([]byte, 0, 64))
 	switch p := p.(type) {
 	case *sentPayload:
 		t := (*transfer)(p)
-		r = payloadRec{Transfer: t.id, Side: t.from.id}
+		b.AddUint8(payloadSent)
+		putStr(b, t.id)
+		putStr(b, t.from.id)
 	case *receivedPayload:
 		t := (*transfer)(p)
-		r = payloadRec{Transfer: t.id, Side: t.to.id, Received: true}
+		b.AddUint8(payloadReceived)
+		putStr(b, t.id)
+		putStr(b, t.to.id)
 	case fixedPayload:
-		r.Body = marshalPayload(p.v)
+		b.AddUint8(payloadBody)
+		b.AddBytes(marshalPayload(p.v))
 	case storedPayload:
-		r.Body = json.RawMessage(p)
+		b.AddUint8(payloadBody)
+		b.AddBytes(p)
 	default:
 		panic(fmt.Sprintf("confpay-fakeserver: an event payload of type %T cannot be stored", p))
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic("confpay-fakeserver: cannot encode an event payload record")
-	}
-	return b
+	return b.BytesOrPanic()
 }
 
 // decodePayloadLocked turns a stored payload back into one (s.mu held,
 // transfers installed).
 func (s *Server) decodePayloadLocked(r hooks.EventRecordP) (hooks.Payload, error) {
-	var p payloadRec
-	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return nil, fmt.Errorf("event %s: its payload does not decode", r.ID)
+	if len(r.Payload) == 0 {
+		return nil, fmt.Errorf("event %s has no payload", r.ID)
 	}
-	if p.Transfer == "" {
-		if len(p.Body) == 0 {
+	if r.Payload[0] == payloadBody {
+		if len(r.Payload) == 1 {
 			return nil, fmt.Errorf("event %s has no payload", r.ID)
 		}
-		return storedPayload(p.Body), nil
+		return storedPayload(r.Payload[1:]), nil
+	}
+	d := dec{s: cryptobyte.String(r.Payload[1:]), ok: true}
+	id, side := d.bytes(), d.bytes()
+	if !d.ok || !d.s.Empty() || r.Payload[0] > payloadReceived {
+		return nil, fmt.Errorf("event %s: its payload does not decode", r.ID)
 	}
 	n := s.nets[r.Network]
 	if n == nil {
 		return nil, fmt.Errorf("event %s names network %q", r.ID, r.Network)
 	}
-	t := n.transfers.byID[p.Transfer]
+	t := n.transfers.byID[string(id)]
 	switch {
-	case t != nil && !p.Received && t.from != nil && t.from.id == p.Side:
+	case t != nil && r.Payload[0] == payloadSent && t.from != nil && t.from.id == string(side):
 		return (*sentPayload)(t), nil
-	case t != nil && p.Received && t.to != nil && t.to.id == p.Side:
+	case t != nil && r.Payload[0] == payloadReceived && t.to != nil && t.to.id == string(side):
 		return (*receivedPayload)(t), nil
 	}
 	return nil, fmt.Errorf("event %s is inconsistent", r.ID)
@@ -123,43 +130,16 @@ func (s *Server) decodePayloadLocked(r hooks.EventRecordP) (hooks.Payload, error
 // loadedHooks is one network's replayed webhook records.
 type loadedHooks struct {
 	subs       map[string]hooks.SubRecord
-	events     map[string]hooks.EventRecordP
-	deliveries map[string]hooks.DeliveryRecordP
+	events     latest[hooks.EventRecordP]
+	deliveries latest[hooks.DeliveryRecordP]
 }
 
 func newLoadedHooks() map[confpay.Network]*loadedHooks {
 	out := map[confpay.Network]*loadedHooks{}
 	for _, n := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		out[n] = &loadedHooks{subs: map[string]hooks.SubRecord{}, events: map[string]hooks.EventRecordP{}, deliveries: map[string]hooks.DeliveryRecordP{}}
+		out[n] = &loadedHooks{subs: map[string]hooks.SubRecord{}}
 	}
 	return out
-}
-
-// applyHooks replays a record's webhook changes.
-func (l *loaded) applyHooks(c *hooks.Changes) error {
-	for _, r := range c.Subs {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a subscription names network %q", r.Network)
-		}
-		l.hooks[r.Network].subs[r.ID] = r
-	}
-	for _, r := range c.Events {
-		if !validNet(r.Network) {
-			return fmt.Errorf("an event names network %q", r.Network)
-		}
-		l.hooks[r.Network].events[r.ID] = r
-	}
-	for _, r := range c.Deliveries {
-		if !validNet(r.Network) {
-			return fmt.Errorf("a delivery names network %q", r.Network)
-		}
-		if r.Dropped {
-			delete(l.hooks[r.Network].deliveries, r.ID)
-			continue
-		}
-		l.hooks[r.Network].deliveries[r.ID] = r
-	}
-	return nil
 }
 
 // installHooksLocked restores the webhook state and the kept answers (s.mu
@@ -174,12 +154,8 @@ func (s *Server) installHooksLocked(l *loaded) error {
 			}
 			c.Subs = append(c.Subs, r)
 		}
-		for _, r := range lh.events {
-			c.Events = append(c.Events, r)
-		}
-		for _, r := range lh.deliveries {
-			c.Deliveries = append(c.Deliveries, r)
-		}
+		c.Events = lh.events.live()
+		c.Deliveries = lh.deliveries.live()
 		if err := s.hooks.Restore(name, c, s.decodePayloadLocked); err != nil {
 			return err
 		}
@@ -243,6 +219,11 @@ type commitQueue struct {
 	items  []queued
 	issued atomic.Uint64 // the last ticket issued
 
+	// keeping counts the answers appended (closeSlot) and not yet kept
+	// in the store: a snapshot taken meanwhile would miss them
+	// (rewriteLocked waits for none).
+	keeping atomic.Int32
+
 	mu      sync.Mutex
 	cond    *sync.Cond
 	done    uint64 // tickets up to done are appended
@@ -288,11 +269,8 @@ func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
 	if rec != nil {
 		b := s.batchHeadLocked()
 		b.Idem = []idempotency.Record{*rec}
-		p, err := json.Marshal(b)
-		if err != nil {
-			panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
-		}
-		m, _ = s.queueLocked(p)
+		m, _ = s.queueLocked(b.encode())
+		s.q.keeping.Add(1) // until keptSlot
 	}
 	sl.closed = true
 	s.drainLocked()
@@ -301,10 +279,18 @@ func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
 	c.seen = c.seen.max(m)
 }
 
+// keptSlot notes that sl's answer, appended by closeSlot, is now kept in
+// the store (a snapshot shows it).
+func (s *Server) keptSlot(sl *slot) {
+	if sl != nil {
+		s.q.keeping.Add(-1)
+	}
+}
+
 // drainLocked appends the held records up to the first open slot as one
 // journal record.
 func (s *Server) drainLocked() {
-	var group []json.RawMessage
+	var group [][]byte
 	var last uint64
 	i := 0
 	for ; i < len(s.q.items); i++ {
@@ -326,29 +312,17 @@ func (s *Server) drainLocked() {
 	if len(group) == 0 {
 		return
 	}
+	// A group is its records one after the other (persist_codec.go).
 	p := group[0]
 	if len(group) > 1 {
-		// {"group":[…]} by hand: each member is already valid JSON, and
-		// json.Marshal would scan every one again.
-		n := len(`{"group":[]}`) + len(group) - 1
-		for _, g := range group {
-			n += len(g)
-		}
-		p = make([]byte, 0, n)
-		p = append(p, `{"group":[`...)
-		for i, g := range group {
-			if i > 0 {
-				p = append(p, ',')
-			}
-			p = append(p, g...)
-		}
-		p = append(p, "]}"...)
+		p = slices.Concat(group...)
 	}
 	seq := s.jr.Append(p)
 	s.q.mu.Lock()
 	s.q.done, s.q.doneSeq = last, seq
 	s.q.cond.Broadcast()
 	s.q.mu.Unlock()
+	s.rewriteLocked()
 }
 
 // waitMark waits until m is durable.

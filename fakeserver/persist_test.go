@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,7 +268,33 @@ func FuzzDataDirLoad(f *testing.F) {
 	srv.Close()
 	f.Add(data)
 	f.Add(data[:len(data)/2])
-	f.Add([]byte("CPJ\x01\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00{}"))
+	f.Add([]byte("CPJ\x02\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00"))
+	// Well-framed records (good checksums) whose contents are wrong: the
+	// decoder, not the framing, must refuse them. The journal's records
+	// each alone, an item of an unknown kind, an item cut short, a record
+	// cut inside an item, and the records in reverse order.
+	recs, _, err := journal.Decode(data)
+	if err != nil || len(recs) == 0 {
+		f.Fatalf("the journal does not decode: %v", err)
+	}
+	frame := func(ps ...[]byte) []byte {
+		return journal.Encode(func(emit func([]byte)) {
+			for _, p := range ps {
+				emit(p)
+			}
+		})
+	}
+	for _, p := range recs {
+		f.Add(frame(p))
+		f.Add(frame(p[:len(p)-1]))
+	}
+	f.Add(frame([]byte{0xee, 0, 0, 1, 0}))
+	f.Add(frame([]byte{5, 0, 0, 2, 0, 0}))
+	f.Add(frame(append(slices.Clone(recs[len(recs)-1]), 1, 0, 0, 40, 1)))
+	f.Add(frame(slices.Concat(recs...)))
+	rev := slices.Clone(recs)
+	slices.Reverse(rev)
+	f.Add(frame(rev...))
 	f.Fuzz(func(t *testing.T, journalBytes []byte) {
 		d := t.TempDir()
 		if err := os.WriteFile(filepath.Join(d, journal.JournalFile), journalBytes, 0o600); err != nil {

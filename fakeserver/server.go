@@ -168,6 +168,7 @@ type options struct {
 	dataDir            string                     // WithDataDir (persist.go)
 	chaos              *chaosConfig               // WithChaos (chaos.go)
 	dataNoSync         bool
+	dataRewriteAt      int64 // the journal size for a new snapshot (a test's; journal.DefaultRewriteAt)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's

@@ -33,8 +33,13 @@ import (
 	"time"
 )
 
-// Version is the format this package writes and reads.
-const Version = 1
+// Version is the format this package writes and reads: 2 since the
+// records' binary encoding (1 held JSON records).
+const Version = 2
+
+// DefaultRewriteAt is the journal size from which RewriteDue asks for a
+// new snapshot (also due once the journal outgrows the snapshot).
+const DefaultRewriteAt = 64 << 20
 
 // MaxRecord is the largest record payload (a length above it is a torn or
 // corrupt record).
@@ -80,6 +85,11 @@ type Journal struct {
 
 	durable atomic.Uint64 // synced, read without mu by Wait's fast path
 
+	size      int64       // the journal's bytes, written and buffered (mu)
+	snapSize  int64       // the snapshot's bytes (mu)
+	rewriteAt int64       // SetRewriteAt (mu)
+	due       atomic.Bool // size > max(rewriteAt, snapSize): RewriteDue
+
 	syncHook atomic.Pointer[func(*os.File) error] // SetSync
 }
 
@@ -103,7 +113,7 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	j := &Journal{dir: dir, noSync: noSync, lock: lk}
+	j := &Journal{dir: dir, noSync: noSync, lock: lk, rewriteAt: DefaultRewriteAt}
 	j.cond.L = &j.mu
 	c, err := j.load()
 	if err != nil {
@@ -129,6 +139,7 @@ func (j *Journal) load() (*Contents, error) {
 			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", SnapshotFile, good, len(snap))
 		}
 		c.Snapshot = recs
+		j.snapSize = int64(len(snap))
 	}
 	path := filepath.Join(j.dir, JournalFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -164,11 +175,14 @@ func (j *Journal) load() (*Contents, error) {
 			}
 		}
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j.f = f
+	j.size = end
+	j.checkDueLocked()
 	return c, nil
 }
 
@@ -236,11 +250,33 @@ func (j *Journal) Append(p []byte) uint64 {
 	defer j.mu.Unlock()
 	j.buf = frame(j.buf, p)
 	j.appended++
+	j.size += int64(8 + len(p))
+	j.checkDueLocked()
 	if j.gather != nil && j.appended >= j.want {
 		close(j.gather)
 		j.gather = nil
 	}
 	return j.appended
+}
+
+// checkDueLocked updates RewriteDue's answer (mu held).
+func (j *Journal) checkDueLocked() {
+	j.due.Store(j.size > max(j.rewriteAt, j.snapSize))
+}
+
+// RewriteDue reports whether the journal has grown past the larger of the
+// snapshot's size and SetRewriteAt's (DefaultRewriteAt): then a Rewrite
+// keeps the directory, and the next start's replay, in proportion to the
+// state. It takes no lock.
+func (j *Journal) RewriteDue() bool { return j.due.Load() }
+
+// SetRewriteAt sets the journal size from which RewriteDue reports true
+// when the snapshot is smaller (a test makes it small).
+func (j *Journal) SetRewriteAt(n int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriteAt = n
+	j.checkDueLocked()
 }
 
 // Appended is the number of the last record appended.
@@ -378,14 +414,17 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	b := header()
+	written := int64(0)
 	records(func(p []byte) {
 		b = frame(b, p)
 		if len(b) > 1<<20 {
 			w.Write(b)
+			written += int64(len(b))
 			b = b[:0]
 		}
 	})
 	w.Write(b)
+	written += int64(len(b))
 	err = w.Flush()
 	if err == nil {
 		err = f.Sync()
@@ -414,6 +453,8 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 		if err == nil {
 			err = j.f.Sync()
 		}
+		j.snapSize, j.size = written, int64(len(header()))
+		j.checkDueLocked()
 	}
 	if err != nil {
 		j.err = fmt.Errorf("journal: rewrite: %w", err)
