@@ -127,29 +127,39 @@ type chaosConfig struct {
 	rates ChaosRates
 }
 
-// check validates the rates, naming the field at fault.
+// chaosRate is one rate of ChaosRates with its -chaos name, and whether
+// it is a delivery fault's (drawn apart from the API faults').
+type chaosRate struct {
+	name     string
+	delivery bool
+	v        *BasisPoints
+}
+
+// rateTable is r's rates in the order -chaos lists them: the one place
+// that names them (check, String, ParseChaos).
+func (r *ChaosRates) rateTable() []chaosRate {
+	return []chaosRate{
+		{"error", false, &r.Error}, {"drop", false, &r.DropAfterCommit}, {"reset", false, &r.ResetAfterCommit}, {"delay", false, &r.Delay},
+		{"lose_answer", true, &r.LoseAnswer}, {"duplicate", true, &r.Duplicate}, {"delivery_delay", true, &r.DeliveryDelay}, {"reorder", true, &r.Reorder},
+	}
+}
+
+// check validates the rates, naming the rate at fault.
 func (r ChaosRates) check() error {
-	api := []struct {
-		name string
-		v    BasisPoints
-	}{{"error", r.Error}, {"drop_after_commit", r.DropAfterCommit}, {"reset_after_commit", r.ResetAfterCommit}, {"delay", r.Delay}}
-	delivery := []struct {
-		name string
-		v    BasisPoints
-	}{{"lose_answer", r.LoseAnswer}, {"duplicate", r.Duplicate}, {"delivery_delay", r.DeliveryDelay}, {"reorder", r.Reorder}}
-	for _, group := range [][]struct {
-		name string
-		v    BasisPoints
-	}{api, delivery} {
-		sum := 0
-		for _, x := range group {
-			if x.v < 0 || x.v > Always {
+	for _, delivery := range []bool{false, true} {
+		sum, names := 0, []string(nil)
+		for _, x := range r.rateTable() {
+			if x.delivery != delivery {
+				continue
+			}
+			if *x.v < 0 || *x.v > Always {
 				return fmt.Errorf("chaos rate %s must be 0 to 10000 basis points", x.name)
 			}
-			sum += int(x.v)
+			sum += int(*x.v)
+			names = append(names, x.name)
 		}
 		if sum > int(Always) {
-			return fmt.Errorf("chaos rates %s add up to more than 10000 basis points", joinNames(group))
+			return fmt.Errorf("chaos rates %s add up to more than 10000 basis points", strings.Join(names, ", "))
 		}
 	}
 	if r.RetryAfter < 0 {
@@ -161,27 +171,12 @@ func (r ChaosRates) check() error {
 	return nil
 }
 
-func joinNames(group []struct {
-	name string
-	v    BasisPoints
-}) string {
-	names := make([]string, len(group))
-	for i, x := range group {
-		names[i] = x.name
-	}
-	return strings.Join(names, ", ")
-}
-
 // String is the rates in the form ParseChaos reads, without the seed.
 func (r ChaosRates) String() string {
 	var parts []string
-	for _, x := range []struct {
-		name string
-		v    BasisPoints
-	}{{"error", r.Error}, {"drop", r.DropAfterCommit}, {"reset", r.ResetAfterCommit}, {"delay", r.Delay},
-		{"lose_answer", r.LoseAnswer}, {"duplicate", r.Duplicate}, {"delivery_delay", r.DeliveryDelay}, {"reorder", r.Reorder}} {
-		if x.v != 0 {
-			parts = append(parts, x.name+"="+strconv.Itoa(int(x.v))+"bp")
+	for _, x := range r.rateTable() {
+		if *x.v != 0 {
+			parts = append(parts, x.name+"="+strconv.Itoa(int(*x.v))+"bp")
 		}
 	}
 	if r.RetryAfter != 0 {
@@ -212,46 +207,38 @@ func ParseChaos(spec string) (seed uint64, rates ChaosRates, err error) {
 		}
 		seen[name] = true
 		var rate *BasisPoints
-		switch name {
-		case "seed":
+		for _, x := range rates.rateTable() {
+			if x.name == name {
+				rate = x.v
+			}
+		}
+		switch {
+		case rate != nil:
+			if *rate, err = parseRate(value); err != nil {
+				return 0, ChaosRates{}, fmt.Errorf("chaos: %s: %w", name, err)
+			}
+		case name == "seed":
 			if seed, err = strconv.ParseUint(value, 10, 64); err != nil {
 				return 0, ChaosRates{}, fmt.Errorf("chaos: seed must be an unsigned integer")
 			}
-		case "error":
-			rate = &rates.Error
-		case "drop":
-			rate = &rates.DropAfterCommit
-		case "reset":
-			rate = &rates.ResetAfterCommit
-		case "delay":
-			rate = &rates.Delay
-		case "lose_answer":
-			rate = &rates.LoseAnswer
-		case "duplicate":
-			rate = &rates.Duplicate
-		case "delivery_delay":
-			rate = &rates.DeliveryDelay
-		case "reorder":
-			rate = &rates.Reorder
-		case "retry_after":
+		case name == "retry_after":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 0 {
 				return 0, ChaosRates{}, fmt.Errorf("chaos: retry_after must be whole seconds, at least 0")
 			}
 			rates.RetryAfter = n
-		case "delay_for":
+		case name == "delay_for":
 			d, err := time.ParseDuration(value)
 			if err != nil || d <= 0 {
 				return 0, ChaosRates{}, fmt.Errorf("chaos: delay_for must be a positive Go duration such as \"2s\"")
 			}
 			rates.DelayFor = d
 		default:
-			return 0, ChaosRates{}, fmt.Errorf("chaos: unknown name %q (seed, error, drop, reset, delay, lose_answer, duplicate, delivery_delay, reorder, retry_after, delay_for)", name)
-		}
-		if rate != nil {
-			if *rate, err = parseRate(value); err != nil {
-				return 0, ChaosRates{}, fmt.Errorf("chaos: %s: %w", name, err)
+			names := []string{"seed"}
+			for _, x := range rates.rateTable() {
+				names = append(names, x.name)
 			}
+			return 0, ChaosRates{}, fmt.Errorf("chaos: unknown name %q (%s, retry_after, delay_for)", name, strings.Join(names, ", "))
 		}
 	}
 	if !seen["seed"] {
