@@ -28,3 +28,7 @@ func QueryParams(route string) []string { return queryParams[route] }
 
 // SetFsync makes s's data directory fsync its journal with fn.
 func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
+
+// SetTestHook makes s call fn at its named test points (Server.testHook).
+// Set it before the server serves.
+func SetTestHook(s *Server, fn func(point string)) { s.testHook = fn }
