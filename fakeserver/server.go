@@ -360,6 +360,9 @@ func Open(opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.dataDir == "" && testHooks.dataDir != nil {
+		o.dataDir, o.dataNoSync = testHooks.dataDir(), true
+	}
 	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), maxAgents: max(o.maxAgents, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
 		idempotent: idempotency.New(o.maxIdempotencyKeys), audits: audit.NewLog(o.audit.MaxRequests)}
 	if o.realClock {
