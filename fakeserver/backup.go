@@ -11,6 +11,16 @@ import (
 // directory holding it as its snapshot file starts a server where this
 // one stood (docs/fakeserver.md, "Backup and restore"). It works with or
 // without a data directory.
+//
+// A request under an Idempotency-Key makes its effect before its answer
+// is known and kept; a copy taken between the two would hold the effect
+// without the answer, and a retry of the key on a server restored from it
+// would run the request again. So such a request holds the read side of
+// s.keyed from its handler's start until its answer is kept (or its key
+// forgotten), and Backup takes the write side around its copy: it waits
+// for the requests under a key that are running (a name lookup of a new
+// webhook's host included), and new ones wait for the copy (RWMutex:
+// a waiting backup goes before new readers, so load cannot starve it).
 
 // Backup returns a consistent copy of the whole state as a data
 // directory's snapshot file (named "snapshot" in the directory): a
@@ -18,6 +28,10 @@ import (
 // -data) with this state. The copy holds the webhook subscriptions'
 // secrets: keep it as private as the directory.
 func (s *Server) Backup() []byte {
+	if s.testHook != nil {
+		s.testHook("backup-gate")
+	}
+	s.keyed.Lock()
 	s.mu.Mutex.Lock()
 	m := mark{}
 	live := s.jr != nil && !s.jrDone.Load()
@@ -28,6 +42,7 @@ func (s *Server) Backup() []byte {
 	}
 	b := journal.Encode(s.snapshotLocked)
 	s.mu.Mutex.Unlock()
+	s.keyed.Unlock()
 	if live {
 		s.waitMark(m)
 	}

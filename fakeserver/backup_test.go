@@ -1,7 +1,10 @@
 package fakeserver_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,5 +104,81 @@ func TestSnapshotBackup(t *testing.T) {
 	quiet := rawCall(t, srv, "GET", "/_fake/snapshot", "", "")
 	if diff := cmp.Diff(srv.Snapshot(), restoreFrom(t, quiet.body).Snapshot(), restartOptions); diff != "" {
 		t.Fatalf("state started from a quiet copy (-server +copy):\n%s", diff)
+	}
+}
+
+// TestBackupWhileKeyedRequestRuns: a backup taken while a request under an
+// Idempotency-Key has made its transfer but not yet kept its answer must
+// not hold the transfer without the answer: restored, a retry of the key
+// replays the answer and moves no money again. (The backup waits for the
+// requests under a key that are running.) With and without a data
+// directory.
+func TestBackupWhileKeyedRequestRuns(t *testing.T) {
+	for _, withDir := range []bool{false, true} {
+		t.Run(fmt.Sprintf("data-dir=%v", withDir), func(t *testing.T) {
+			var opts []fakeserver.Option
+			if withDir {
+				opts = append(opts, fakeserver.WithDataDir(t.TempDir()), fakeserver.WithDataDirNoSync())
+			}
+			ran, release, gate := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+			srv := fakeserver.NewUnstartedServer(opts...)
+			fakeserver.SetTestHook(srv, func(point string) {
+				switch point {
+				case "keyed-ran":
+					close(ran)
+					<-release
+				case "backup-gate":
+					gate <- struct{}{}
+				}
+			})
+			srv.Start()
+			t.Cleanup(srv.Close)
+			alice := newAccount(t, srv, "@alice")
+			newAccount(t, srv, "@bob")
+			fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "10")
+			const body = `{"to":"@bob","amount":"1","asset":"USDG","memo":"once"}`
+
+			first := make(chan answer, 1)
+			go func() {
+				req := newRequest("POST", srv.URL()+"/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+				req.RequestURI = ""
+				a := answer{}
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					a.status, a.header = resp.StatusCode, resp.Header
+					a.body, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				first <- a
+			}()
+			<-ran // the transfer is made, its answer not yet kept
+			backup := make(chan []byte, 1)
+			go func() { backup <- srv.Backup() }()
+			var snap []byte
+			select {
+			case snap = <-backup: // taken while the request runs
+				close(release)
+			case <-gate: // the backup waits for the request
+				close(release)
+				snap = <-backup
+			}
+			a := <-first
+			if a.status != http.StatusCreated {
+				t.Fatalf("first request: %d %s", a.status, a.body)
+			}
+
+			restored := restoreFrom(t, snap)
+			r := rawCall(t, restored, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+			if r.status != http.StatusCreated || r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.body, a.body) {
+				t.Errorf("retry on the restored server: %d replayed=%q %s, want the first answer replayed: %s",
+					r.status, r.header.Get("Idempotent-Replayed"), r.body, a.body)
+			}
+			ts, err := restored.Transfers("@alice", confpay.NetworkTest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ts) != 1 {
+				t.Errorf("the restored server holds %d transfers from @alice, want 1: the key moved money twice", len(ts))
+			}
+		})
 	}
 }

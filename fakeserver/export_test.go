@@ -32,3 +32,18 @@ func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).
 func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewriteAt = n } }
+
+// SetTestHook makes s call fn at its named test points (Server.testHook).
+// Set it before the server serves.
+func SetTestHook(s *Server, fn func(point string)) { s.testHook = fn }
+
+// skipOnDataDir skips a test that cannot hold with every server on a data
+// directory (CONFPAY_TEST_DATA_DIR=1), for the reason given.
+func skipOnDataDir(t interface{ Skip(...any) }, why string) {
+	if testHooks.dataDir != nil {
+		t.Skip("CONFPAY_TEST_DATA_DIR=1: " + why)
+	}
+}
+
+// SkipOnDataDir is skipOnDataDir for the external tests.
+func SkipOnDataDir(t interface{ Skip(...any) }, why string) { skipOnDataDir(t, why) }

@@ -70,21 +70,40 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		return
 	}
 
-	kept := false
-	// With a data directory the request holds a slot in the commit order
-	// from its handler's start to its answer, so that the answer is in
-	// the same journal record as its effect (persist_hooks.go).
+	// From its handler's start until its answer is kept (or the key
+	// forgotten) the request holds the read side of s.keyed, so that a
+	// backup never holds its effect without its answer (backup.go). With
+	// a data directory it also holds a slot in the commit order, so that
+	// the answer is in the same journal record as its effect
+	// (persist_hooks.go).
+	settled, gated := false, false
 	var sl *slot
-	defer func() {
-		if !kept { // not kept, or a panic: forget the key so that a retry runs
+	settle := func(rec *idempotency.Record, a idempotency.Answer) {
+		settled = true
+		if rec != nil {
+			s.closeSlot(c, sl, rec) // first: a replay that sees it kept waits for its record
+			st.Keep(e, a)
+			s.keptSlot(sl)
+		} else { // not kept, or a panic: forget the key so that a retry runs
 			st.Forget(e)
 			s.closeSlot(c, sl, nil)
+		}
+		if gated {
+			gated = false
+			s.keyed.RUnlock()
+		}
+	}
+	defer func() {
+		if !settled {
+			settle(nil, idempotency.Answer{})
 		}
 	}()
 	var status int
 	var body []byte
 	var errCode confpay.ErrorCode
 	code, v, err := s.run(c, func(c *call) (int, any, error) {
+		s.keyed.RLock()
+		gated = true
 		sl = s.openSlot()
 		return rt.h(c)
 	})
@@ -102,13 +121,15 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	} else {
 		status, body = render(code, v)
 	}
+	if s.testHook != nil {
+		s.testHook("keyed-ran")
+	}
 	if keepAnswer(status, errCode) {
 		a := idempotency.Answer{Status: status, Body: body}
 		rec := idempotency.RecordOf(e, a)
-		s.closeSlot(c, sl, &rec) // first: a replay that sees it kept waits for its record
-		st.Keep(e, a)
-		s.keptSlot(sl)
-		kept = true
+		settle(&rec, a)
+	} else {
+		settle(nil, idempotency.Answer{})
 	}
 	s.writeRaw(c, status, body)
 }

@@ -219,10 +219,11 @@ const (
 	opFault
 	opRevoke
 	opPolicy
+	opRestart // the server closed and a new one opened on its data directory
 )
 
 var opNames = map[int]string{opPay: "pay", opApprove: "approve", opReject: "reject", opGet: "get",
-	opFail: "fail", opSettle: "settle", opAdvance: "advance", opFault: "fault", opRevoke: "revoke", opPolicy: "policy"}
+	opFail: "fail", opSettle: "settle", opAdvance: "advance", opFault: "fault", opRevoke: "revoke", opPolicy: "policy", opRestart: "restart"}
 
 // mInput is an operation as called. acct and net are the API key's; key
 // is the key's dense index (for revocation).
@@ -342,6 +343,8 @@ func (m modelConfig) step(s *mState, in *mInput, out *mOutput) (bool, *mState) {
 		return out.ans.status == 200 && out.ans.at == target, &ns
 	case opFault:
 		return out.ans.status == 201, s
+	case opRestart: // nothing happens to committed state
+		return out.ans.status == 200, s
 	case opRevoke:
 		ns.revoked |= 1 << in.key
 		return out.ans.status == 204, &ns

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/google/go-cmp/cmp"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
@@ -70,6 +71,49 @@ func TestLinearizable(t *testing.T) {
 			t.Fatalf("seed %d: history not linearizable or an invariant broke; replay with -run TestLinearizable -linz.seed=%d", seed, seed)
 		}
 	}
+}
+
+// TestLinearizableRestarts is TestLinearizable on a data directory, with
+// restarts in the histories: now and then a client closes the server and
+// opens a new one on the same directory, and every client goes on against
+// the new one. The model takes a restart as nothing happening to
+// committed state, and the restarted server's whole state must equal the
+// closed one's (a key's last use and request count aside).
+func TestLinearizableRestarts(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *fakeserver.Server {
+		return fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+	}
+	srv := open()
+	base := uint64(time.Now().UnixNano())
+	if *linzSeed != 0 {
+		base = *linzSeed
+	}
+	n := max(1, testbudget.Pick(2, 20)) // a tenth of TestLinearizable's
+	if raceEnabled {
+		n = 1
+	}
+	switch {
+	case *linzSeed != 0:
+		n = 1
+	case *linzHistories > 0:
+		n = *linzHistories
+	}
+	restarts := 0
+	for i := range n {
+		seed := base + uint64(i)
+		h := newLinzHarness(t, srv, seed)
+		h.reopen = open
+		if !h.run(linzRaceOps(), modelConfig{}) {
+			t.Fatalf("seed %d: history with restarts not linearizable or an invariant broke; replay with -run TestLinearizableRestarts -linz.seed=%d", seed, seed)
+		}
+		srv = h.srv
+		restarts += h.tally()["restart 200"]
+	}
+	if restarts == 0 {
+		t.Errorf("%d histories and not one restart", n)
+	}
+	t.Logf("%d histories, %d restarts", n, restarts)
 }
 
 // TestLinearizableCatchesAModelBug is the mutation check: with a model
@@ -137,9 +181,12 @@ type linzHarness struct {
 	funded  [mAccounts][mNetworks][mAssets]int64
 	pol     [mAccounts][mNetworks]mPolicy // the agents' policies at the start
 
-	// exclusive makes a clock advance or a key revocation run alone (see
-	// one).
+	// exclusive makes a clock advance, a key revocation or a restart run
+	// alone (see one).
 	exclusive sync.RWMutex
+	// reopen, when set, opens a new server on the data directory of srv,
+	// which is closed: histories then hold restarts.
+	reopen func() *fakeserver.Server
 
 	mu       sync.Mutex
 	seenTr   []string // transfer ids seen in answers, in order
@@ -366,11 +413,14 @@ func (h *linzHarness) one(c *linzClient, rng *rand.Rand) {
 	if in.kind == opPolicy && c.acct != mAlice && c.acct != mBob && rng.IntN(4) > 0 {
 		in.kind = opPay // a stranger's or an agent's PATCH (403) now and then
 	}
+	if h.reopen != nil && rng.IntN(60) == 0 {
+		in.kind = opRestart
+	}
 	// A clock advance and a key revocation run alone. The model takes an
 	// advance as one step, while the server runs its timers one by one;
 	// and a payment whose answer was lost and whose retry met a revoked
 	// key has an outcome the client cannot know.
-	if in.kind == opAdvance || in.kind == opRevoke {
+	if in.kind == opAdvance || in.kind == opRevoke || in.kind == opRestart {
 		h.exclusive.Lock()
 		defer h.exclusive.Unlock()
 	} else {
@@ -382,6 +432,8 @@ func (h *linzHarness) one(c *linzClient, rng *rand.Rand) {
 		h.mutate(c, rng, in)
 	case opPolicy:
 		h.patchPolicy(c, rng, in)
+	case opRestart:
+		h.restart(c, in)
 	case opGet:
 		id := h.pick(rng, false)
 		in.desc = "get " + id
@@ -392,6 +444,21 @@ func (h *linzHarness) one(c *linzClient, rng *rand.Rand) {
 	default:
 		h.admin(c, rng, in)
 	}
+}
+
+// restart closes the server and opens a new one on its data directory
+// (every other client waits: see one), and checks that the new server's
+// state is the old one's.
+func (h *linzHarness) restart(c *linzClient, in *mInput) {
+	in.desc = "restart"
+	call := time.Now()
+	before := h.srv.Snapshot()
+	h.srv.Close()
+	h.srv = h.reopen()
+	if diff := cmp.Diff(before, h.srv.Snapshot(), snapshotOptions); diff != "" {
+		h.t.Errorf("seed %d: the restart changed the state (-before +after):\n%s", h.seed, diff)
+	}
+	h.record(c, in, &mOutput{ans: mAnswer{status: http.StatusOK, tr: -1, held: -1}}, call)
 }
 
 // mutate sends a payment, approval or rejection with an idempotency key:

@@ -41,10 +41,14 @@ func serveYAML(c *call, doc []byte) (int, any, error) {
 
 // testHooks lets the package's own tests watch the server's traffic
 // (openapi_test.go checks every request, answer and webhook delivery
-// against the OpenAPI documents). Nil outside tests.
+// against the OpenAPI documents), and run every server on a data
+// directory (dataDir, a new directory for each server that names none:
+// CONFPAY_TEST_DATA_DIR=1, see openapi_test.go's TestMain). Nil outside
+// tests.
 var testHooks struct {
 	handler   func(http.Handler) http.Handler
 	transport func(http.RoundTripper) http.RoundTripper
+	dataDir   func() string
 }
 
 // hookHandler wraps the server's handler when a test asked for it.

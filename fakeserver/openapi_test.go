@@ -89,8 +89,10 @@ func TestMain(m *testing.M) {
 		testHooks.handler = recordHandler
 		testHooks.transport = recordTransport
 	}
+	cleanData := dataDirEverywhere()
 	code := m.Run()
-	testHooks.handler, testHooks.transport = nil, nil
+	testHooks.handler, testHooks.transport, testHooks.dataDir = nil, nil, nil
+	cleanData()
 	if record && code == 0 && !runFiltered() {
 		// The whole suite ran: every operation of the document must have
 		// been reached with a success, so the document lists nothing the
@@ -432,4 +434,28 @@ func TestOpenAPIDeliveryMutation(t *testing.T) {
 	if err := v1Doc.CheckDelivery(h, []byte(good)); err == nil {
 		t.Error("a delivery without X-Service-Signature passes")
 	}
+}
+
+// dataDirEnv set to 1 runs the whole suite with every server on a data
+// directory of its own (WithDataDir and WithDataDirNoSync, unless the
+// test names a directory): .ci/run does so once. The returned func
+// removes the directories.
+const dataDirEnv = "CONFPAY_TEST_DATA_DIR"
+
+func dataDirEverywhere() (clean func()) {
+	if os.Getenv(dataDirEnv) != "1" {
+		return func() {}
+	}
+	root, err := os.MkdirTemp("", "confpay-fakeserver-test-")
+	if err != nil {
+		panic(err)
+	}
+	testHooks.dataDir = func() string {
+		d, err := os.MkdirTemp(root, "srv-")
+		if err != nil {
+			panic(err)
+		}
+		return d
+	}
+	return func() { _ = os.RemoveAll(root) }
 }

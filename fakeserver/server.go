@@ -44,6 +44,7 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 //
 //	clock.run → Server.mu → hooks.mu → {hooks pool.mu, assetBook.mu, clock.mu, clock.busyMu}
 //	Server.mu → audit.Log.mu
+//	Server.keyed → Server.mu
 //
 // clock.run is held while timers run, and a timer (a confirmation, an
 // expiry, a retry) takes Server.mu or hooks.mu: so Advance, Set and Sync
@@ -57,9 +58,12 @@ var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // with another lock held. chaosState.mu is a leaf, taken under Server.mu
 // (an account learned by SubscribeHandler) and hooks.mu (a delivery's
 // draw). The data directory's commit queue lock (commitQueue.mu) is a
-// leaf.
+// leaf. Server.keyed is held for reading by a request under an
+// Idempotency-Key from its handler's start until its answer is kept, for
+// writing by Backup around its copy (backup.go): a handler under a key
+// never calls Backup.
 //
-// Nothing holds a lock across network I/O (deliveries, name lookups),
+// Nothing but Server.keyed's read side holds a lock across network I/O (deliveries, name lookups),
 // cryptography (notes, balance ciphertexts and keys are made outside
 // s.mu, on values copied out), logging, or a caller's callback.
 
@@ -114,9 +118,18 @@ type Server struct {
 	dataEmpty bool        // the data directory held no state when opened
 	q         commitQueue // records held behind Idempotency-Key requests (persist_hooks.go)
 	jrDone    atomic.Bool // Close wrote the last record: nothing more is written
+	// keyed is held for reading by each request under an Idempotency-Key
+	// while it runs, for writing by Backup (backup.go).
+	keyed sync.RWMutex
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
+
+	// testHook, set by tests only (export_test.go), is called at named
+	// points: "keyed-ran" (a request under an Idempotency-Key ran, its
+	// answer not yet kept) and "backup-gate" (Backup waits for such
+	// requests).
+	testHook func(point string)
 }
 
 // network is the per-network half of the state: everything that moves,
@@ -347,6 +360,9 @@ func Open(opts ...Option) (*Server, error) {
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.dataDir == "" && testHooks.dataDir != nil {
+		o.dataDir, o.dataNoSync = testHooks.dataDir(), true
 	}
 	s := &Server{opts: o, maxHeld: max(o.maxHeld, 1), maxAgents: max(o.maxAgents, 1), closing: make(chan struct{}), assets: newAssetBook(o.ethRate, o.assets),
 		idempotent: idempotency.New(o.maxIdempotencyKeys), audits: audit.NewLog(o.audit.MaxRequests)}
