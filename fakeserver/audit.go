@@ -96,9 +96,14 @@ const (
 func WithAuditConfig(c AuditConfig) Option { return func(o *options) { o.audit = c } }
 
 // recordCall keeps what the audit needs of an authenticated /v1 call
-// once it is answered. Reads are kept too: a malformed list query is a
-// finding.
+// once it is answered, before the client can see the answer (or its
+// drop): a test that asks the audit next finds the call. Reads are kept
+// too: a malformed list query is a finding. A call is recorded once.
 func (s *Server) recordCall(c *call) {
+	if c.recorded {
+		return
+	}
+	c.recorded = true
 	r := audit.Request{
 		ID:         c.reqID,
 		Route:      c.route,

@@ -93,3 +93,40 @@ func TestAuditPolicyInvariants(t *testing.T) {
 		t.Fatalf("restored: %v", fs)
 	}
 }
+
+// TestAuditRecordsACutCallBeforeTheCut: a call whose answer a fault drops
+// or cuts short is in the audit before the client sees the connection
+// go, so that a test asking the audit right after the failed call (the
+// retry-mints-a-new-key recipe) finds it.
+func TestAuditRecordsACutCallBeforeTheCut(t *testing.T) {
+	for _, action := range []string{FaultDropAfterCommit, FaultResetAfterCommit} {
+		t.Run(action, func(t *testing.T) {
+			s := New(t)
+			alice, err := s.CreateAccount(AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.CreateAccount(AccountParams{Handle: "@bob", GenerateEncryptionKey: true}); err != nil {
+				t.Fatal(err)
+			}
+			s.AddFunds(t, "@alice", "USDG", "10")
+			owner := auditOwner(alice.AccountID, confpay.NetworkTest)
+			recorded := make(chan int, 1)
+			s.testHook = func(point string) {
+				if point == "cut" {
+					recorded <- len(s.audits.Requests(owner))
+				}
+			}
+			s.Inject(t, Fault{Method: "POST", Path: "/v1/transfers", Times: 1, Action: action})
+			c := s.Client(alice.TestKey, confpay.WithMaxRetries(0))
+			_, err = c.Transfers.Create(t.Context(), &confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("1")},
+				confpay.WithIdempotencyKey("k1"))
+			if err == nil && action == FaultResetAfterCommit {
+				t.Fatal("the cut call succeeded")
+			}
+			if n := <-recorded; n != 1 {
+				t.Errorf("when the connection was cut the audit held %d calls, want 1", n)
+			}
+		})
+	}
+}

@@ -65,6 +65,7 @@ type call struct {
 	param      string
 	transferID string // the transfer a payment or approval answered
 	replayed   bool
+	recorded   bool      // recordCall ran
 	arrived    time.Time // clock.Mono when the call reached serve
 	seen       mark      // what its answer waits for (persist.go, lockFor)
 	at         time.Time // the server's clock then
@@ -282,13 +283,25 @@ func (s *Server) serve(c *call, rt *route, params []string) {
 		// without a byte of the answer.
 		real := c.w
 		c.w = &discardWriter{header: http.Header{}}
-		defer dropConnection(real)
+		defer func() {
+			s.recordCall(c) // before the client can see the drop and ask the audit
+			if s.testHook != nil {
+				s.testHook("cut")
+			}
+			dropConnection(real)
+		}()
 	case c.reset:
 		// Run the call in full, then send part of its answer and close.
 		real := c.w
 		cw := &discardWriter{header: real.Header().Clone()}
 		c.w = cw
-		defer resetConnection(real, cw)
+		defer func() {
+			s.recordCall(c) // before the client can see the reset and ask the audit
+			if s.testHook != nil {
+				s.testHook("cut")
+			}
+			resetConnection(real, cw)
+		}()
 	}
 	if rt.auth && r.Method != http.MethodGet {
 		s.serveIdempotent(c, rt)
