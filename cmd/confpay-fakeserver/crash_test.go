@@ -204,31 +204,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 			t.Errorf("acknowledged approval %s: %d %v %v after restart", id, code, v["status"], err)
 		}
 	}
-	// Money is conserved: what the seed funded, on each network.
-	want := map[string]*big.Int{"test": big.NewInt(4500), "live": big.NewInt(100)}
-	for n, w := range want {
-		sum := new(big.Rat)
-		for _, id := range append(ids, agent["account_id"].(string)) {
-			code, v, err := c2.call("GET", "/_fake/books/"+id+"?network="+n, "", "")
-			if err != nil || code != http.StatusOK {
-				t.Fatalf("books %s: %d %v", id, code, err)
-			}
-			for _, b := range v["balances"].([]any) {
-				e := b.(map[string]any)
-				if e["asset"] != "USDG" {
-					continue
-				}
-				r, ok := new(big.Rat).SetString(fmt.Sprint(e["balance"]))
-				if !ok {
-					t.Fatalf("books %s: %v", id, e)
-				}
-				sum.Add(sum, r)
-			}
-		}
-		if sum.Cmp(new(big.Rat).SetInt(w)) != 0 {
-			t.Errorf("%s: the accounts hold %s USDG, want %s", n, sum.FloatString(6), w)
-		}
-	}
+	checkSeedMoneyConserved(t, c2, append(ids, agent["account_id"].(string)))
 	t.Logf("%d acknowledged transfers and %d approvals survived kill -9", len(acked), len(approved))
 }
 
@@ -405,13 +381,19 @@ func TestKillNineIdempotencyKeys(t *testing.T) {
 			t.Errorf("client %d: transfers %v with memo %q that no request sent", i, got, memo)
 		}
 	}
-	// Money is conserved: what the seed funded, on each network.
+	checkSeedMoneyConserved(t, c2, append(ids, c.start["agents"].([]any)[0].(map[string]any)["account_id"].(string)))
+	t.Logf("%d acknowledged keyed requests replayed after kill -9; %d unanswered retried (%d of them had committed and replayed)", acked, lost, replayedLost)
+}
+
+// checkSeedMoneyConserved checks, through /_fake/books, that the accounts
+// ids hold what the seed funded on each network: money conserved.
+func checkSeedMoneyConserved(t *testing.T, c *child, ids []string) {
+	t.Helper()
 	want := map[string]*big.Int{"test": big.NewInt(4500), "live": big.NewInt(100)}
-	agent := c.start["agents"].([]any)[0].(map[string]any)["account_id"].(string)
 	for n, w := range want {
 		sum := new(big.Rat)
-		for _, id := range append(ids, agent) {
-			code, v, err := c2.call("GET", "/_fake/books/"+id+"?network="+n, "", "")
+		for _, id := range ids {
+			code, v, err := c.call("GET", "/_fake/books/"+id+"?network="+n, "", "")
 			if err != nil || code != http.StatusOK {
 				t.Fatalf("books %s: %d %v", id, code, err)
 			}
@@ -431,5 +413,4 @@ func TestKillNineIdempotencyKeys(t *testing.T) {
 			t.Errorf("%s: the accounts hold %s USDG, want %s", n, sum.FloatString(6), w)
 		}
 	}
-	t.Logf("%d acknowledged keyed requests replayed after kill -9; %d unanswered retried (%d of them had committed and replayed)", acked, lost, replayedLost)
 }
