@@ -428,6 +428,29 @@ type faultRequest struct {
 	TransferID     string      `json:"transfer_id"`
 }
 
+// parseFaultDelay reads a fault's delay as the wire gives it, a Go
+// duration string ("" for none); the error names the field and shows
+// example. What the delay may be is checked by AddFault and
+// AddDeliveryFault.
+func parseFaultDelay(text, example string) (time.Duration, *apiError) {
+	if text == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return 0, errInvalid("delay", "delay must be a Go duration such as \""+example+"\"")
+	}
+	return d, nil
+}
+
+// faultDelayText is a fault's delay on the wire: "" (omitted) for none.
+func faultDelayText(d time.Duration) string {
+	if d > 0 {
+		return d.String()
+	}
+	return ""
+}
+
 // faultView is a Fault on the wire.
 type faultView struct {
 	Fault
@@ -444,12 +467,9 @@ func (s *Server) adminAddFault(c *call) (int, any, error) {
 		Probability: req.Probability, Times: req.Times, Action: req.Action,
 		Status: req.Status, Code: req.Code, RetryAfter: req.RetryAfter, TransferID: req.TransferID,
 	}
-	if req.Delay != "" {
-		d, err := time.ParseDuration(req.Delay)
-		if err != nil {
-			return 0, nil, errInvalid("delay", "delay must be a Go duration such as \"2s\"")
-		}
-		f.Delay = d
+	var apiErr *apiError
+	if f.Delay, apiErr = parseFaultDelay(req.Delay, "2s"); apiErr != nil {
+		return 0, nil, apiErr
 	}
 	id, err := s.AddFault(f)
 	if err != nil {
@@ -462,11 +482,7 @@ func (s *Server) adminListFaults(c *call) (int, any, error) {
 	fs := s.Faults()
 	out := make([]faultView, 0, len(fs))
 	for _, f := range fs {
-		v := faultView{Fault: f}
-		if f.Delay > 0 {
-			v.Delay = f.Delay.String()
-		}
-		out = append(out, v)
+		out = append(out, faultView{Fault: f, Delay: faultDelayText(f.Delay)})
 	}
 	return http.StatusOK, map[string]any{"faults": out}, nil
 }
@@ -493,12 +509,9 @@ func (s *Server) adminAddDeliveryFault(c *call) (int, any, error) {
 		return 0, nil, apiErr
 	}
 	f := DeliveryFault{WebhookID: req.WebhookID, Event: req.Event, Times: req.Times, Action: req.Action}
-	if req.Delay != "" {
-		d, err := time.ParseDuration(req.Delay)
-		if err != nil {
-			return 0, nil, errInvalid("delay", "delay must be a Go duration such as \"2m\"")
-		}
-		f.Delay = d
+	var apiErr *apiError
+	if f.Delay, apiErr = parseFaultDelay(req.Delay, "2m"); apiErr != nil {
+		return 0, nil, apiErr
 	}
 	id, err := s.AddDeliveryFault(f)
 	if err != nil {
@@ -511,11 +524,7 @@ func (s *Server) adminListDeliveryFaults(c *call) (int, any, error) {
 	fs := s.DeliveryFaults()
 	out := make([]deliveryFaultView, 0, len(fs))
 	for _, f := range fs {
-		v := deliveryFaultView{DeliveryFault: f}
-		if f.Delay > 0 {
-			v.Delay = f.Delay.String()
-		}
-		out = append(out, v)
+		out = append(out, deliveryFaultView{DeliveryFault: f, Delay: faultDelayText(f.Delay)})
 	}
 	return http.StatusOK, map[string]any{"faults": out}, nil
 }
