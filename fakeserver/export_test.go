@@ -37,6 +37,9 @@ func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewr
 // Set it before the server serves.
 func SetTestHook(s *Server, fn func(point string)) { s.testHook = fn }
 
+// IdempotencyKeys is how many Idempotency-Keys s holds.
+func IdempotencyKeys(s *Server) int { return s.idempotent.Len() }
+
 // skipOnDataDir skips a test that cannot hold with every server on a data
 // directory (CONFPAY_TEST_DATA_DIR=1), for the reason given.
 func skipOnDataDir(t interface{ Skip(...any) }, why string) {

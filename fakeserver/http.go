@@ -255,6 +255,9 @@ func (s *Server) serve(c *call, rt *route, params []string) {
 		}
 		c.arrived, c.at = clock.Mono(), s.clock.Now()
 		defer s.recordCall(c)
+		if s.testHook != nil {
+			s.testHook("authenticated")
+		}
 	}
 	body, err := readBody(r)
 	if err != nil {

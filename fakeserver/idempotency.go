@@ -81,12 +81,12 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	settle := func(rec *idempotency.Record, a idempotency.Answer) {
 		settled = true
 		if rec != nil {
-			s.closeSlot(c, sl, rec) // first: a replay that sees it kept waits for its record
+			s.closeSlot(c, sl, e, rec) // first: a replay that sees it kept waits for its record
 			st.Keep(e, a)
 			s.keptSlot(sl)
 		} else { // not kept, or a panic: forget the key so that a retry runs
 			st.Forget(e)
-			s.closeSlot(c, sl, nil)
+			s.closeSlot(c, sl, e, nil)
 		}
 		if gated {
 			gated = false

@@ -203,7 +203,10 @@ func (s *Server) boundLocked() mark {
 }
 
 // slot is a request under an Idempotency-Key, in the commit order.
-type slot struct{ closed bool }
+type slot struct {
+	closed  bool
+	keeping bool // its answer was appended and counted in keeping
+}
 
 // queued is one held item: a slot, or an encoded batch with its ticket.
 type queued struct {
@@ -255,22 +258,25 @@ func (s *Server) openSlot() *slot {
 	return sl
 }
 
-// closeSlot ends sl's request, call c: its answer rec (nil when not
-// kept) goes in the commit order after its effects, and everything held
-// up to the next open slot is appended as one record. c's answer waits
-// for the answer's record and everything the request may have seen
-// (durableFor).
-func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
+// closeSlot ends sl's request, call c, under key entry e: its answer rec
+// (nil when not kept) goes in the commit order after its effects, and
+// everything held up to the next open slot is appended as one record. An
+// answer whose key a reset dropped meanwhile is not written: it belongs
+// to the state before the reset, which the journal already emptied. c's
+// answer waits for the answer's record and everything the request may
+// have seen (durableFor).
+func (s *Server) closeSlot(c *call, sl *slot, e *idempotency.Entry, rec *idempotency.Record) {
 	if sl == nil {
 		return
 	}
 	s.mu.Mutex.Lock()
 	m := s.flushLocked()
-	if rec != nil {
+	if rec != nil && s.idempotent.Live(e) { // Reset drops keys under s.mu
 		b := s.batchHeadLocked()
 		b.Idem = []idempotency.Record{*rec}
 		m, _ = s.queueLocked(b.encode())
 		s.q.keeping.Add(1) // until keptSlot
+		sl.keeping = true
 	}
 	sl.closed = true
 	s.drainLocked()
@@ -282,7 +288,7 @@ func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
 // keptSlot notes that sl's answer, appended by closeSlot, is now kept in
 // the store (a snapshot shows it).
 func (s *Server) keptSlot(sl *slot) {
-	if sl != nil {
+	if sl != nil && sl.keeping {
 		s.q.keeping.Add(-1)
 	}
 }

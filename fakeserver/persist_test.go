@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -315,4 +316,71 @@ func FuzzDataDirLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDataDirResetDuringRequest: a reset that runs while a request is
+// between its authentication and its effect leaves a data directory that
+// starts, with the state the server held: the request's effect, made on
+// the emptied state's objects, belongs to the world before the reset (as
+// if it ran just before it) and is not written after the reset's record.
+// With and without an Idempotency-Key (whose kept answer belongs to the
+// old world too).
+func TestDataDirResetDuringRequest(t *testing.T) {
+	for _, tc := range []struct{ key, stop string }{
+		{"", "authenticated"},   // before its effect
+		{"k1", "authenticated"}, // before its key is taken
+		{"k1", "keyed-ran"},     // after its effect, before its answer is kept
+	} {
+		key, stop := tc.key, tc.stop
+		t.Run("key="+key+"/"+stop, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener()}
+			srv := fakeserver.NewUnstartedServer(opts...)
+			authed, release, emptied := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			fakeserver.SetTestHook(srv, func(point string) {
+				switch point {
+				case stop:
+					once.Do(func() { close(authed); <-release })
+				case "reset":
+					close(emptied)
+				}
+			})
+			srv.Start()
+			alice := newAccount(t, srv, "@alice")
+			newAccount(t, srv, "@bob")
+			fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "10")
+			var headers []string
+			if key != "" {
+				headers = []string{"Idempotency-Key", key}
+			}
+			done := make(chan answer, 1)
+			go func() {
+				done <- serve(srv.Handler(), "POST", "/v1/transfers", alice.test(), `{"to":"0x000000000000000000000000000000000000dEaD","amount":"1","asset":"USDG","confidential":false}`, headers...)
+			}()
+			<-authed
+			reset := make(chan struct{})
+			go func() { srv.Reset(); close(reset) }()
+			<-emptied // the state is empty; the reset's record may wait for the request
+			close(release)
+			a := <-done
+			<-reset
+			t.Logf("the request answered %d %s", a.status, a.body)
+			newAccount(t, srv, "@carol")
+			want, wantKeys := srv.Snapshot(), fakeserver.IdempotencyKeys(srv)
+			srv.Close()
+
+			srv2, err := fakeserver.Open(opts...)
+			if err != nil {
+				t.Fatalf("the data directory does not start after a reset during a request: %v", err)
+			}
+			defer srv2.Close()
+			if diff := cmp.Diff(want, srv2.Snapshot(), restartOptions); diff != "" {
+				t.Fatalf("state after restart (-before +after):\n%s", diff)
+			}
+			if got := fakeserver.IdempotencyKeys(srv2); got != wantKeys {
+				t.Errorf("%d Idempotency-Keys after restart, %d before: an answer of the world before the reset came back", got, wantKeys)
+			}
+		})
+	}
 }

@@ -506,6 +506,9 @@ func (s *Server) Reset() {
 	if s.jr != nil {
 		s.dirty = dirtySet{reset: true, any: true}
 	}
+	if s.testHook != nil {
+		s.testHook("reset")
+	}
 }
 
 func (s *Server) resetLocked() {

@@ -220,6 +220,14 @@ func (st *Store) Keep(e *Entry, a Answer) {
 	e.done, e.answer = true, a
 }
 
+// Live reports whether e is still its owner's entry for its key: a Reset
+// since Begin dropped it, and its answer is then not kept.
+func (st *Store) Live(e *Entry) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.isLive(e)
+}
+
 // Forget drops e (its answer is not kept), so that a retry runs again.
 func (st *Store) Forget(e *Entry) {
 	st.mu.Lock()

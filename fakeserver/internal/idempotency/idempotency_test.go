@@ -43,6 +43,28 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestLiveAfterReset: an entry begun before a Reset is no longer live,
+// and keeping its answer afterwards adds nothing to the store.
+func TestLiveAfterReset(t *testing.T) {
+	st := New(10)
+	fp := Fingerprint("POST", "/v1/transfers", nil)
+	e, _, _, _ := st.Begin("alice", "k1", fp, t0)
+	if !st.Live(e) {
+		t.Fatal("a running entry is not live")
+	}
+	st.Reset()
+	if st.Live(e) {
+		t.Fatal("an entry begun before Reset is still live")
+	}
+	st.Keep(e, Answer{Status: 201})
+	if n := st.Len(); n != 0 {
+		t.Fatalf("%d keys after keeping a reset entry's answer, want 0", n)
+	}
+	if _, v, _, _ := st.Begin("alice", "k1", fp, t0); v != Run {
+		t.Fatalf("the key after the reset: %v, want a new run", v)
+	}
+}
+
 func TestFingerprintSeparatesParts(t *testing.T) {
 	a := Fingerprint("POST", "/v1/x", []byte("ab"))
 	for _, b := range [][32]byte{
