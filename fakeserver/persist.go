@@ -83,7 +83,11 @@ func (m *stateMu) Unlock() {
 		m.Mutex.Unlock()
 		return
 	}
-	mk := s.flushLocked()
+	var enter *slot
+	if c != nil {
+		enter = c.slot // enters the commit order with its request's first record
+	}
+	mk := s.flushLocked(enter)
 	if mk == (mark{}) {
 		mk = s.boundLocked()
 	}
@@ -437,8 +441,9 @@ func heldRecOf(n *network, h *heldTx) heldRec {
 }
 
 // flushLocked turns the marks into one journal record and returns where
-// it stands (zero when nothing changed).
-func (s *Server) flushLocked() mark {
+// it stands (zero when nothing changed). A record puts slot enter, when
+// not nil, in the commit order first (appendLocked).
+func (s *Server) flushLocked(enter *slot) mark {
 	var touched [2][]string
 	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		if n := s.nets[name]; n != nil {
@@ -493,7 +498,7 @@ func (s *Server) flushLocked() mark {
 		b.Assets = s.assets.list()
 	}
 	*d = dirtySet{}
-	return s.appendLocked(b)
+	return s.appendLocked(b, enter)
 }
 
 func (s *Server) batchHeadLocked() *batch {
@@ -504,8 +509,12 @@ func (s *Server) batchHeadLocked() *batch {
 	return b
 }
 
-func (s *Server) appendLocked(b *batch) mark {
+// appendLocked appends record b to the journal, or queues it behind an
+// entered slot; slot enter, when not nil, enters first, so that b is held
+// behind it.
+func (s *Server) appendLocked(b *batch, enter *slot) mark {
 	p := b.encode()
+	s.enterLocked(enter)
 	if m, held := s.queueLocked(p); held {
 		return m
 	}

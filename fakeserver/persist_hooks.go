@@ -202,8 +202,12 @@ func (s *Server) boundLocked() mark {
 	return m
 }
 
-// slot is a request under an Idempotency-Key, in the commit order.
-type slot struct{ closed bool }
+// slot is a request under an Idempotency-Key in the commit order. It
+// enters the queue (entered) with the request's first record, or before
+// a change it makes outside s.mu (enterSlot), and holds every record
+// committed after it until the request's answer is known (closed).
+// Guarded by s.mu.
+type slot struct{ entered, closed bool }
 
 // queued is one held item: a slot, or an encoded batch with its ticket.
 type queued struct {
@@ -212,7 +216,7 @@ type queued struct {
 	ticket uint64
 }
 
-// commitQueue holds records behind open slots. items and issued are
+// commitQueue holds records behind entered slots. items and issued are
 // guarded by s.mu; done and doneSeq by mu (a leaf), which waiters use,
 // and written under s.mu too (boundLocked reads done under s.mu alone).
 type commitQueue struct {
@@ -230,65 +234,93 @@ type commitQueue struct {
 	doneSeq uint64 // the journal record that appended them
 }
 
-// queueLocked queues p behind an open slot, or returns false when none is
-// open (the caller appends it).
+// queueLocked queues p behind an entered slot, or returns false when the
+// queue is empty (the caller appends it).
 func (s *Server) queueLocked(p []byte) (mark, bool) {
 	if len(s.q.items) == 0 {
 		return mark{}, false
 	}
 	t := s.q.issued.Add(1)
 	s.q.items = append(s.q.items, queued{p: p, ticket: t})
+	if s.testHook != nil {
+		s.testHook("held")
+	}
 	return mark{ticket: t}, true
 }
 
-// openSlot starts a request under an Idempotency-Key in the commit order
-// (nil without a data directory).
-func (s *Server) openSlot() *slot {
-	if s.jr == nil {
-		return nil
+// openSlot starts call c, a request under an Idempotency-Key, in the
+// commit order (nothing without a data directory). It only notes the
+// slot on c: the slot enters the queue with the request's first record
+// (enterLocked, from stateMu.Unlock), so that what others commit while
+// the request has changed nothing yet is not held behind it.
+func (s *Server) openSlot(c *call) {
+	if s.jr != nil {
+		c.slot = &slot{}
 	}
-	sl := &slot{}
-	s.mu.Mutex.Lock()
-	s.flushLocked() // what committed before belongs before the slot (its owners wait for it)
-	s.q.items = append(s.q.items, queued{slot: sl})
-	s.mu.Mutex.Unlock()
-	return sl
 }
 
-// closeSlot ends sl's request, call c: its answer rec (nil when not
-// kept) goes in the commit order after its effects, and everything held
-// up to the next open slot is appended as one record. c's answer waits
-// for the answer's record and everything the request may have seen
-// (durableFor).
-func (s *Server) closeSlot(c *call, sl *slot, rec *idempotency.Record) {
+// enterLocked puts sl in the commit order, after everything committed
+// so far, if it is not there yet (s.mu held).
+func (s *Server) enterLocked(sl *slot) {
+	if sl != nil && !sl.entered {
+		sl.entered = true
+		s.q.items = append(s.q.items, queued{slot: sl})
+	}
+}
+
+// enterSlot puts c's slot in the commit order now: a request under an
+// Idempotency-Key calls it before it changes state outside s.mu (the
+// webhook state), whose record another section's flush may write, so
+// that the record is held behind the slot like the request's own.
+func (s *Server) enterSlot(c *call) {
+	if c.slot == nil || c.slot.entered {
+		return
+	}
+	s.mu.Mutex.Lock()
+	s.flushLocked(nil) // what changed before belongs before the slot (its owners wait for it)
+	s.enterLocked(c.slot)
+	s.mu.Mutex.Unlock()
+}
+
+// closeSlot ends c's slot: the request's answer rec (nil when not kept)
+// goes in the commit order after its effects, and everything held up to
+// the next entered slot is appended as one record. A slot that never
+// entered (the request wrote nothing) holds nothing: its answer is
+// appended, or queued behind another slot, like any record. c's answer
+// waits for the answer's record and everything the request may have
+// seen (durableFor).
+func (s *Server) closeSlot(c *call, rec *idempotency.Record) {
+	sl := c.slot
 	if sl == nil {
 		return
 	}
 	s.mu.Mutex.Lock()
-	m := s.flushLocked()
+	m := s.flushLocked(nil)
 	if rec != nil {
 		b := s.batchHeadLocked()
 		b.Idem = []idempotency.Record{*rec}
-		m, _ = s.queueLocked(b.encode())
-		s.q.keeping.Add(1) // until keptSlot
+		s.q.keeping.Add(1) // until keptSlot; before appendLocked, which may rewrite
+		m = m.max(s.appendLocked(b, nil))
 	}
 	sl.closed = true
-	s.drainLocked()
+	if sl.entered {
+		s.drainLocked()
+	}
 	m = m.max(s.boundLocked())
 	s.mu.Mutex.Unlock()
 	c.seen = c.seen.max(m)
 }
 
-// keptSlot notes that sl's answer, appended by closeSlot, is now kept in
+// keptSlot notes that c's answer, appended by closeSlot, is now kept in
 // the store (a snapshot shows it).
-func (s *Server) keptSlot(sl *slot) {
-	if sl != nil {
+func (s *Server) keptSlot(c *call) {
+	if c.slot != nil {
 		s.q.keeping.Add(-1)
 	}
 }
 
-// drainLocked appends the held records up to the first open slot as one
-// journal record.
+// drainLocked appends the held records up to the first slot still open
+// as one journal record.
 func (s *Server) drainLocked() {
 	var group [][]byte
 	var last uint64
@@ -350,7 +382,7 @@ func (s *Server) writeHooks() {
 		return
 	}
 	s.mu.Mutex.Lock()
-	m := s.flushLocked()
+	m := s.flushLocked(nil)
 	s.mu.Mutex.Unlock()
 	if m.seq > 0 {
 		s.waitDurable(m.seq)
