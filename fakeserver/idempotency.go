@@ -73,9 +73,10 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	// From its handler's start until its answer is kept (or the key
 	// forgotten) the request holds the read side of s.keyed, so that a
 	// backup never holds its effect without its answer (backup.go). With
-	// a data directory it also has a slot in the commit order, entered
-	// with its first record, so that the answer is in the same journal
-	// record as its effect (persist_hooks.go).
+	// a data directory it also has a slot in the commit order, which
+	// enters with its first record (or before it changes the webhook
+	// state), so that the answer is in the same journal record as its
+	// effect (persist_hooks.go).
 	settled, gated := false, false
 	settle := func(rec *idempotency.Record, a idempotency.Answer) {
 		settled = true

@@ -40,20 +40,34 @@ import (
 // Idempotency-Key answers are written in the same journal record as the
 // effect of the request they answer. The answer is known only once the
 // handler returned, after its critical sections committed, so a request
-// under a key opens a slot in the commit order when its handler starts
-// (openSlot): every record committed from then on, its own and others',
-// is held in commit order behind the slot until the request's answer is
-// known (closeSlot); then the slot's answer and everything held up to the
-// next slot still open are appended as one journal record (a group). A
-// crash keeps all of it or none of it, so a request whose effect is
-// durable has its answer durable too, and a retry after a restart
-// replays it. Its sections take s.mu with lockFor (their records are
+// under a key has a slot in the commit order (openSlot notes it on the
+// call). The slot enters the commit queue with the request's first
+// record: at the Unlock of its first section that writes one, just before
+// that record (stateMu.Unlock, appendLocked), or before the request
+// changes state outside s.mu, whose record another section's flush may
+// write (enterSlot: a webhook created, deleted or replayed). Every record
+// committed from then on, its own and others', is held in commit order
+// behind the slot until the request's answer is known (closeSlot); then
+// the slot's answer and everything held up to the next slot still in
+// the queue are appended as one journal record (a group). A crash keeps
+// all of it or none of it, so a request whose effect is durable has its
+// answer durable too, and a retry after a restart replays it. What was
+// committed before the slot entered (a section of the request that wrote
+// nothing, others' records) is appended as usual: it comes before the
+// request's effect anyway, and the request's answer waits for what it
+// saw (durableFor). A request that wrote nothing never enters: its answer
+// is appended, or held behind another slot, like any record. Its
+// sections take s.mu with lockFor (once it entered, their records are
 // held behind its own slot: it cannot wait for them before its answer),
 // and its answer is kept in the store only once its record is in the
 // commit order, so that a replay's wait (its bound) covers it. The price:
-// while a request under a key runs, the records committed after it start
-// wait for it to finish (microseconds, but the DNS lookup of a new
-// subscription's host too).
+// once a request under a key has made its effect, the records committed
+// after it wait for it to finish (rendering its answer; for a new
+// webhook, from its creation on). No wait closes a cycle: a section
+// taken with lockFor never waits, and a request never waits before its
+// answer is kept and its slot closed, so whatever waits behind a slot
+// (another request's answer, a timer, a delivery attempt at its Unlock)
+// waits for a request that waits for nothing.
 
 // An event's payload as stored: a transfer event by its facts (rebuilt,
 // to the same bytes, from the restored transfer): a kind byte, the
