@@ -274,9 +274,10 @@ func (s *Server) openSlot(c *call) {
 }
 
 // enterLocked puts sl in the commit order, after everything committed
-// so far, if it is not there yet (s.mu held).
+// so far, if it is not there yet and its request has not answered (s.mu
+// held).
 func (s *Server) enterLocked(sl *slot) {
-	if sl != nil && !sl.entered {
+	if sl != nil && !sl.entered && !sl.closed {
 		sl.entered = true
 		s.q.items = append(s.q.items, queued{slot: sl})
 	}
