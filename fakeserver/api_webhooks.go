@@ -162,9 +162,13 @@ func (s *Server) handleCreateWebhook(c *call) (int, any, error) {
 	}
 	secret := confpay.Secret("whsec_" + names.Random(names.Base62, 32))
 	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
+	s.enterSlot(c)        // it is changed outside s.mu too (persist_hooks.go)
 	w, err := s.hooks.Subscribe(c.net.name, c.acct.id, req.url, req.events, secret)
 	if err != nil {
 		return 0, nil, hooksError(err)
+	}
+	if s.testHook != nil {
+		s.testHook("webhook-subscribed")
 	}
 	w.Secret = secret
 	return http.StatusCreated, webhookAnswer(w), nil
@@ -188,6 +192,7 @@ func (s *Server) handleListWebhooks(c *call) (int, any, error) {
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}
 func (s *Server) handleDeleteWebhook(c *call) (int, any, error) {
 	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
+	s.enterSlot(c)        // it is changed outside s.mu too (persist_hooks.go)
 	if err := s.hooks.Unsubscribe(c.net.name, c.acct.id, c.r.PathValue("webhook_id")); err != nil {
 		return 0, nil, hooksError(err)
 	}
@@ -211,6 +216,7 @@ func (s *Server) handleDeliveries(c *call) (int, any, error) {
 // handleReplay answers POST /v1/webhooks/{webhook_id}/replay/{event_id}
 func (s *Server) handleReplay(c *call) (int, any, error) {
 	defer s.sawOutside(c) // the webhook state is read outside s.mu (persist.go)
+	s.enterSlot(c)        // it is changed outside s.mu too (persist_hooks.go)
 	r, err := s.hooks.Replay(c.net.name, c.acct.id, c.r.PathValue("webhook_id"), c.r.PathValue("event_id"))
 	if err != nil {
 		return 0, nil, hooksError(err)

@@ -38,7 +38,7 @@ func (s *Server) Backup() []byte {
 	if live {
 		// The ledger's touched marks go to the journal, not only here; the
 		// copy shows nothing that is not durable.
-		m = s.flushLocked().max(s.boundLocked())
+		m = s.flushLocked(nil).max(s.boundLocked())
 	}
 	b := journal.Encode(s.snapshotLocked)
 	s.mu.Mutex.Unlock()

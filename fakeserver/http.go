@@ -68,6 +68,7 @@ type call struct {
 	recorded   bool      // recordCall ran
 	arrived    time.Time // clock.Mono when the call reached serve
 	seen       mark      // what its answer waits for (persist.go, lockFor)
+	slot       *slot     // its place in the commit order under an Idempotency-Key (persist_hooks.go)
 	at         time.Time // the server's clock then
 
 	// Computed once for the idempotency store and the audit (fingerprint,

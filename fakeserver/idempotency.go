@@ -73,20 +73,20 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	// From its handler's start until its answer is kept (or the key
 	// forgotten) the request holds the read side of s.keyed, so that a
 	// backup never holds its effect without its answer (backup.go). With
-	// a data directory it also holds a slot in the commit order, so that
-	// the answer is in the same journal record as its effect
-	// (persist_hooks.go).
+	// a data directory it also has a slot in the commit order, which
+	// enters with its first record (or before it changes the webhook
+	// state), so that the answer is in the same journal record as its
+	// effect (persist_hooks.go).
 	settled, gated := false, false
-	var sl *slot
 	settle := func(rec *idempotency.Record, a idempotency.Answer) {
 		settled = true
 		if rec != nil {
-			s.closeSlot(c, sl, e, rec) // first: a replay that sees it kept waits for its record
+			s.closeSlot(c, e, rec) // first: a replay that sees it kept waits for its record
 			st.Keep(e, a)
-			s.keptSlot(sl)
+			s.keptSlot(c)
 		} else { // not kept, or a panic: forget the key so that a retry runs
 			st.Forget(e)
-			s.closeSlot(c, sl, e, nil)
+			s.closeSlot(c, e, nil)
 		}
 		if gated {
 			gated = false
@@ -104,7 +104,10 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	code, v, err := s.run(c, func(c *call) (int, any, error) {
 		s.keyed.RLock()
 		gated = true
-		sl = s.openSlot()
+		s.openSlot(c)
+		if s.testHook != nil {
+			s.testHook("keyed-start")
+		}
 		return rt.h(c)
 	})
 	if err != nil {

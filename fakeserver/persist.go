@@ -37,14 +37,16 @@ import (
 // The rule: nothing is shown before it is durable, and what is shown is
 // waited for once. Each section computes its bound, a mark: its own
 // record, else every record committed before it (appended, or held in
-// the commit queue behind an open Idempotency-Key request; see
-// persist_hooks.go). A section outside an HTTP call (the direct API, a
+// the commit queue behind an Idempotency-Key request that made its
+// effect and has not answered; see persist_hooks.go). A section outside an HTTP call (the direct API, a
 // timer, a delivery attempt) waits for its bound at Unlock. A section an
 // HTTP call runs takes the lock with lockFor: its bound joins the call's
 // (call.seen), and the answer waits for that once (durableFor, in
 // writeJSON and writeRaw). Sections of a request under an
-// Idempotency-Key must be taken so (their records are held behind the
-// request's own slot until its answer is known). State read outside s.mu
+// Idempotency-Key must be taken so (from its first record on, its records
+// are held behind the request's own slot until its answer is known; the
+// first section that writes one puts the slot in the commit order, at
+// its Unlock). State read outside s.mu
 // (the webhook state under hooks.mu, the Idempotency-Key answers) is
 // written and bounded by a section taken after the read (sawOutside,
 // hooksDurable; a replayed answer is kept only once its record is in the
@@ -69,9 +71,11 @@ type stateMu struct {
 // Unlock writes what the critical section changed to the journal, lets go,
 // and waits until everything the section saw is durable: its own record
 // if it wrote one, else every record committed before it, appended or
-// held behind an open Idempotency-Key request (a read shows nothing a
+// held behind an Idempotency-Key request's slot (a read shows nothing a
 // crash could take back). A section taken with lockFor adds that to its
-// call's answer wait instead. The wait is free when a flush already
+// call's answer wait instead; when its call is under an Idempotency-Key
+// and the section writes a record, the call's slot enters the commit
+// order first, if it has not yet (persist_hooks.go). The wait is free when a flush already
 // covered it. A journal that cannot be written stops the server from
 // answering: the operation panics (net/http drops the connection) rather
 // than acknowledge what may be lost.
@@ -83,7 +87,11 @@ func (m *stateMu) Unlock() {
 		m.Mutex.Unlock()
 		return
 	}
-	mk := s.flushLocked()
+	var enter *slot
+	if c != nil {
+		enter = c.slot // enters the commit order with its request's first record
+	}
+	mk := s.flushLocked(enter)
 	if mk == (mark{}) {
 		mk = s.boundLocked()
 	}
@@ -99,8 +107,9 @@ func (m *stateMu) Unlock() {
 // wait at Unlock, the section's bound joins c's answer wait (durableFor),
 // so that a request waits once, before its answer. Every section a
 // request under an Idempotency-Key runs between openSlot and closeSlot
-// must be taken so: what it wrote is held behind the request's own slot,
-// and a wait for it there would never end.
+// must be taken so: its first record puts the request's slot in the
+// commit order (stateMu.Unlock), what it wrote from then on is held
+// behind that slot, and a wait for it there would never end.
 func (s *Server) lockFor(c *call) {
 	s.mu.Lock()
 	s.mu.answer = c
@@ -437,8 +446,9 @@ func heldRecOf(n *network, h *heldTx) heldRec {
 }
 
 // flushLocked turns the marks into one journal record and returns where
-// it stands (zero when nothing changed).
-func (s *Server) flushLocked() mark {
+// it stands (zero when nothing changed). A record puts slot enter, when
+// not nil, in the commit order first (appendLocked).
+func (s *Server) flushLocked(enter *slot) mark {
 	var touched [2][]string
 	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		if n := s.nets[name]; n != nil {
@@ -493,7 +503,7 @@ func (s *Server) flushLocked() mark {
 		b.Assets = s.assets.list()
 	}
 	*d = dirtySet{}
-	return s.appendLocked(b)
+	return s.appendLocked(b, enter)
 }
 
 func (s *Server) batchHeadLocked() *batch {
@@ -504,8 +514,12 @@ func (s *Server) batchHeadLocked() *batch {
 	return b
 }
 
-func (s *Server) appendLocked(b *batch) mark {
+// appendLocked appends record b to the journal, or queues it behind an
+// entered slot; slot enter, when not nil, enters first, so that b is held
+// behind it.
+func (s *Server) appendLocked(b *batch, enter *slot) mark {
 	p := b.encode()
+	s.enterLocked(enter)
 	if m, held := s.queueLocked(p); held {
 		return m
 	}
@@ -918,9 +932,11 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 // directory nor the replay at the next start grows without bound: every
 // write to the journal costs at most one more write to a snapshot,
 // amortized. It runs under s.mu, with the state consistent, and only when
-// no request under an Idempotency-Key is open (the snapshot would hold
-// its effects without its answer, which a crash could then separate);
-// the commit after the last such request closes does it. The snapshot is
+// no request under an Idempotency-Key has its slot in the commit order
+// (the snapshot would hold its effects without its answer, which a crash
+// could then separate; a request whose slot has not entered has changed
+// nothing) and no kept answer is on its way to the store; the commit
+// after the last such request closes does it. The snapshot is
 // written beside and renamed (journal.Rewrite), so a crash during it
 // loses nothing. The operations waiting meanwhile wait for the rewrite
 // (its cost: BENCHMARKS.md).

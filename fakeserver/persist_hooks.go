@@ -40,20 +40,34 @@ import (
 // Idempotency-Key answers are written in the same journal record as the
 // effect of the request they answer. The answer is known only once the
 // handler returned, after its critical sections committed, so a request
-// under a key opens a slot in the commit order when its handler starts
-// (openSlot): every record committed from then on, its own and others',
-// is held in commit order behind the slot until the request's answer is
-// known (closeSlot); then the slot's answer and everything held up to the
-// next slot still open are appended as one journal record (a group). A
-// crash keeps all of it or none of it, so a request whose effect is
-// durable has its answer durable too, and a retry after a restart
-// replays it. Its sections take s.mu with lockFor (their records are
+// under a key has a slot in the commit order (openSlot notes it on the
+// call). The slot enters the commit queue with the request's first
+// record: at the Unlock of its first section that writes one, just before
+// that record (stateMu.Unlock, appendLocked), or before the request
+// changes state outside s.mu, whose record another section's flush may
+// write (enterSlot: a webhook created, deleted or replayed). Every record
+// committed from then on, its own and others', is held in commit order
+// behind the slot until the request's answer is known (closeSlot); then
+// the slot's answer and everything held up to the next slot still in
+// the queue are appended as one journal record (a group). A crash keeps
+// all of it or none of it, so a request whose effect is durable has its
+// answer durable too, and a retry after a restart replays it. What was
+// committed before the slot entered (a section of the request that wrote
+// nothing, others' records) is appended as usual: it comes before the
+// request's effect anyway, and the request's answer waits for what it
+// saw (durableFor). A request that wrote nothing never enters: its answer
+// is appended, or held behind another slot, like any record. Its
+// sections take s.mu with lockFor (once it entered, their records are
 // held behind its own slot: it cannot wait for them before its answer),
 // and its answer is kept in the store only once its record is in the
 // commit order, so that a replay's wait (its bound) covers it. The price:
-// while a request under a key runs, the records committed after it start
-// wait for it to finish (microseconds, but the DNS lookup of a new
-// subscription's host too).
+// once a request under a key has made its effect, the records committed
+// after it wait for it to finish (rendering its answer; for a new
+// webhook, from its creation on). No wait closes a cycle: a section
+// taken with lockFor never waits, and a request never waits before its
+// answer is kept and its slot closed, so whatever waits behind a slot
+// (another request's answer, a timer, a delivery attempt at its Unlock)
+// waits for a request that waits for nothing.
 
 // An event's payload as stored: a transfer event by its facts (rebuilt,
 // to the same bytes, from the restored transfer): a kind byte, the
@@ -202,10 +216,14 @@ func (s *Server) boundLocked() mark {
 	return m
 }
 
-// slot is a request under an Idempotency-Key, in the commit order.
+// slot is a request under an Idempotency-Key in the commit order. It
+// enters the queue (entered) with the request's first record, or before
+// a change it makes outside s.mu (enterSlot), and holds every record
+// committed after it until the request's answer is known (closed).
+// Guarded by s.mu.
 type slot struct {
-	closed  bool
-	keeping bool // its answer was appended and counted in keeping
+	entered, closed bool
+	keeping         bool // its answer was appended and counted in keeping
 }
 
 // queued is one held item: a slot, or an encoded batch with its ticket.
@@ -215,7 +233,7 @@ type queued struct {
 	ticket uint64
 }
 
-// commitQueue holds records behind open slots. items and issued are
+// commitQueue holds records behind entered slots. items and issued are
 // guarded by s.mu; done and doneSeq by mu (a leaf), which waiters use,
 // and written under s.mu too (boundLocked reads done under s.mu alone).
 type commitQueue struct {
@@ -233,68 +251,97 @@ type commitQueue struct {
 	doneSeq uint64 // the journal record that appended them
 }
 
-// queueLocked queues p behind an open slot, or returns false when none is
-// open (the caller appends it).
+// queueLocked queues p behind an entered slot, or returns false when the
+// queue is empty (the caller appends it).
 func (s *Server) queueLocked(p []byte) (mark, bool) {
 	if len(s.q.items) == 0 {
 		return mark{}, false
 	}
 	t := s.q.issued.Add(1)
 	s.q.items = append(s.q.items, queued{p: p, ticket: t})
+	if s.testHook != nil {
+		s.testHook("held")
+	}
 	return mark{ticket: t}, true
 }
 
-// openSlot starts a request under an Idempotency-Key in the commit order
-// (nil without a data directory).
-func (s *Server) openSlot() *slot {
-	if s.jr == nil {
-		return nil
+// openSlot starts call c, a request under an Idempotency-Key, in the
+// commit order (nothing without a data directory). It only notes the
+// slot on c: the slot enters the queue with the request's first record
+// (enterLocked, from stateMu.Unlock), so that what others commit while
+// the request has changed nothing yet is not held behind it.
+func (s *Server) openSlot(c *call) {
+	if s.jr != nil {
+		c.slot = &slot{}
 	}
-	sl := &slot{}
-	s.mu.Mutex.Lock()
-	s.flushLocked() // what committed before belongs before the slot (its owners wait for it)
-	s.q.items = append(s.q.items, queued{slot: sl})
-	s.mu.Mutex.Unlock()
-	return sl
 }
 
-// closeSlot ends sl's request, call c, under key entry e: its answer rec
-// (nil when not kept) goes in the commit order after its effects, and
-// everything held up to the next open slot is appended as one record. An
-// answer whose key a reset dropped meanwhile is not written: it belongs
-// to the state before the reset, which the journal already emptied. c's
-// answer waits for the answer's record and everything the request may
-// have seen (durableFor).
-func (s *Server) closeSlot(c *call, sl *slot, e *idempotency.Entry, rec *idempotency.Record) {
+// enterLocked puts sl in the commit order, after everything committed
+// so far, if it is not there yet and its request has not answered (s.mu
+// held).
+func (s *Server) enterLocked(sl *slot) {
+	if sl != nil && !sl.entered && !sl.closed {
+		sl.entered = true
+		s.q.items = append(s.q.items, queued{slot: sl})
+	}
+}
+
+// enterSlot puts c's slot in the commit order now: a request under an
+// Idempotency-Key calls it before it changes state outside s.mu (the
+// webhook state), whose record another section's flush may write, so
+// that the record is held behind the slot like the request's own.
+func (s *Server) enterSlot(c *call) {
+	if c.slot == nil || c.slot.entered {
+		return
+	}
+	s.mu.Mutex.Lock()
+	s.flushLocked(nil) // what changed before belongs before the slot (its owners wait for it)
+	s.enterLocked(c.slot)
+	s.mu.Mutex.Unlock()
+}
+
+// closeSlot ends c's slot: the request's answer rec (nil when not kept)
+// goes in the commit order after its effects, and everything held up to
+// the next entered slot is appended as one record. A slot that never
+// entered (the request wrote nothing) holds nothing: its answer is
+// appended, or queued behind another slot, like any record. c's answer
+// waits for the answer's record and everything the request may have
+// seen (durableFor). An answer whose key e a reset dropped meanwhile is
+// not written: it belongs to the state before the reset, which the
+// journal already emptied.
+func (s *Server) closeSlot(c *call, e *idempotency.Entry, rec *idempotency.Record) {
+	sl := c.slot
 	if sl == nil {
 		return
 	}
 	s.mu.Mutex.Lock()
-	m := s.flushLocked()
+	m := s.flushLocked(nil)
 	if rec != nil && s.idempotent.Live(e) { // Reset drops keys under s.mu
 		b := s.batchHeadLocked()
 		b.Idem = []idempotency.Record{*rec}
-		m, _ = s.queueLocked(b.encode())
-		s.q.keeping.Add(1) // until keptSlot
+		s.q.keeping.Add(1) // until keptSlot; before appendLocked, which may rewrite
 		sl.keeping = true
+		m = m.max(s.appendLocked(b, nil))
 	}
 	sl.closed = true
-	s.drainLocked()
+	if sl.entered {
+		s.drainLocked()
+	}
 	m = m.max(s.boundLocked())
 	s.mu.Mutex.Unlock()
 	c.seen = c.seen.max(m)
 }
 
-// keptSlot notes that sl's answer, appended by closeSlot, is now kept in
+// keptSlot notes that c's answer, appended by closeSlot, is now kept in
 // the store (a snapshot shows it).
-func (s *Server) keptSlot(sl *slot) {
-	if sl != nil && sl.keeping {
+func (s *Server) keptSlot(c *call) {
+	if c.slot != nil && c.slot.keeping {
 		s.q.keeping.Add(-1)
 	}
 }
 
-// drainLocked appends the held records up to the first open slot as one
-// journal record.
+// drainLocked appends the held records up to the first slot still open
+// as one journal record.
 func (s *Server) drainLocked() {
 	var group [][]byte
 	var last uint64
@@ -356,7 +403,7 @@ func (s *Server) writeHooks() {
 		return
 	}
 	s.mu.Mutex.Lock()
-	m := s.flushLocked()
+	m := s.flushLocked(nil)
 	s.mu.Mutex.Unlock()
 	if m.seq > 0 {
 		s.waitDurable(m.seq)

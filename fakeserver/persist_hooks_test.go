@@ -1,6 +1,7 @@
 package fakeserver_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -229,5 +230,103 @@ func TestDataDirWebhookAnswersWaitForFsync(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// keyedWindow serves one request under an Idempotency-Key on a server
+// with a data directory and, at test point at (while the request runs),
+// sends a payment without a key from @carol to @bob and reports whether
+// its record was appended (the payment answered) or held in the commit
+// order behind the keyed request (test point "held"). Restarted, both
+// are there and the key replays its answer.
+func keyedWindow(t *testing.T, at, method, path, body string) (bool, answer) {
+	t.Helper()
+	dir := t.TempDir()
+	srv := fakeserver.NewUnstartedServer(fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+	held := make(chan struct{}, 1)
+	var alice, carol party
+	var once sync.Once
+	var fired, appended atomic.Bool
+	other := make(chan answer, 1)
+	fakeserver.SetTestHook(srv, func(point string) {
+		switch point {
+		case "held":
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+		case at:
+			once.Do(func() {
+				fired.Store(true)
+				go func() {
+					other <- rawCall(t, srv, "POST", "/v1/transfers", carol.test(), `{"to":"@bob","amount":"1","asset":"USDG"}`)
+				}()
+				select {
+				case a := <-other:
+					if a.status != http.StatusCreated {
+						t.Errorf("the other payment: %d %s", a.status, a.body)
+					}
+					appended.Store(true)
+				case <-held:
+				}
+			})
+		}
+	})
+	srv.Start()
+	alice, carol = newAccount(t, srv, "@alice"), newAccount(t, srv, "@carol")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "10")
+	fundOn(t, srv, carol.info.AccountID, confpay.NetworkTest, "USDG", "10")
+	keyed := rawCall(t, srv, method, path, alice.test(), body, "Idempotency-Key", "k1")
+	if !fired.Load() {
+		t.Fatalf("the keyed request never reached test point %q", at)
+	}
+	if !appended.Load() {
+		if a := <-other; a.status != http.StatusCreated {
+			t.Errorf("the other payment: %d %s", a.status, a.body)
+		}
+	}
+	srv.Close()
+
+	// Both survive a restart, and the key replays its answer.
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	if r := rawCall(t, srv2, method, path, alice.test(), body, "Idempotency-Key", "k1"); r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.body, keyed.body) {
+		t.Errorf("retry after the restart: %d replayed=%q %s, want %s", r.status, r.header.Get("Idempotent-Replayed"), r.body, keyed.body)
+	}
+	if ts, err := srv2.Transfers("@carol", confpay.NetworkTest); err != nil || len(ts) != 1 {
+		t.Errorf("@carol's transfers after the restart: %d (%v), want 1", len(ts), err)
+	}
+	return appended.Load(), keyed
+}
+
+// TestKeyedRequestHoldsNothingBeforeItsEffect: a request under an
+// Idempotency-Key takes its place in the commit order with its first
+// record, not when its handler starts, so that a payment committed by
+// another request meanwhile is appended (and answered) without waiting
+// for the keyed request to finish.
+func TestKeyedRequestHoldsNothingBeforeItsEffect(t *testing.T) {
+	appended, keyed := keyedWindow(t, "keyed-start", "POST", "/v1/transfers", `{"to":"@bob","amount":"1","asset":"USDG"}`)
+	if keyed.status != http.StatusCreated {
+		t.Fatalf("keyed payment: %d %s", keyed.status, keyed.body)
+	}
+	if !appended {
+		t.Error("a payment committed while a keyed request had changed nothing yet was held behind it")
+	}
+}
+
+// TestKeyedWebhookChangeHeldBehindItsSlot: a request under an
+// Idempotency-Key that changes the webhook state (outside s.mu) takes its
+// place in the commit order before the change, so that another request's
+// record, which carries the change, is held behind it: a crash cannot
+// keep the new subscription without the key's answer.
+func TestKeyedWebhookChangeHeldBehindItsSlot(t *testing.T) {
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(rc.Close)
+	appended, keyed := keyedWindow(t, "webhook-subscribed", "POST", "/v1/webhooks", `{"url":"`+rc.URL+`","events":["transfer.confirmed"]}`)
+	if keyed.status != http.StatusCreated {
+		t.Fatalf("keyed subscription: %d %s", keyed.status, keyed.body)
+	}
+	if appended {
+		t.Error("the record carrying a keyed request's new subscription was appended before the request's answer")
 	}
 }
