@@ -316,3 +316,50 @@ func FuzzDataDirLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestDataDirRestartClockBackwards: transfers whose creation times are out
+// of their creation order (the clock set backwards between them, across
+// the restore's record chunks) come back with every one listed as before.
+func TestDataDirRestartClockBackwards(t *testing.T) {
+	dir := t.TempDir()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener()}
+	srv := fakeserver.New(t, opts...)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000")
+	h := srv.Handler()
+	start := srv.Now()
+	for i := range 5000 { // more than a chunk of records (4,096)
+		if i%1000 == 999 {
+			srv.Set(start.Add(-time.Duration(i) * time.Minute)) // backwards
+		}
+		if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`,
+			"User-Agent", fakeserver.BulkUserAgent); a.status != 201 {
+			t.Fatalf("status %d", a.status)
+		}
+	}
+	srv.Advance(time.Minute)
+	list := func(srv *fakeserver.Server) []string {
+		var ids []string
+		for tr, err := range newClient(t, srv, alice.test(), nil, noRetry).Transfers.All(context.Background(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tr.TransferID)
+		}
+		return ids
+	}
+	listed := list(srv)
+	if len(listed) != 5000 {
+		t.Fatalf("%d transfers listed, want 5000", len(listed))
+	}
+	before := srv.Snapshot()
+	srv.Close()
+	srv2 := fakeserver.New(t, opts...)
+	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
+		t.Fatalf("state after restart (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(listed, list(srv2)); diff != "" {
+		t.Fatalf("the list after restart (-before +after):\n%s", diff)
+	}
+}
