@@ -318,8 +318,8 @@ func FuzzDataDirLoad(f *testing.F) {
 }
 
 // TestDataDirRestartClockBackwards: transfers whose creation times are out
-// of their creation order (the clock set backwards between them, across
-// the restore's record chunks) come back with every one listed as before.
+// of their creation order (the clock set backwards between them) all come
+// back as they were.
 func TestDataDirRestartClockBackwards(t *testing.T) {
 	dir := t.TempDir()
 	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener()}
@@ -329,8 +329,9 @@ func TestDataDirRestartClockBackwards(t *testing.T) {
 	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000")
 	h := srv.Handler()
 	start := srv.Now()
-	for i := range 5000 { // more than a chunk of records (4,096)
-		if i%1000 == 999 {
+	const n = 300 // (TestLatestChunks: across chunks)
+	for i := range n {
+		if i%100 == 99 {
 			srv.Set(start.Add(-time.Duration(i) * time.Minute)) // backwards
 		}
 		if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`,
@@ -339,27 +340,13 @@ func TestDataDirRestartClockBackwards(t *testing.T) {
 		}
 	}
 	srv.Advance(time.Minute)
-	list := func(srv *fakeserver.Server) []string {
-		var ids []string
-		for tr, err := range newClient(t, srv, alice.test(), nil, noRetry).Transfers.All(context.Background(), nil) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, tr.TransferID)
-		}
-		return ids
-	}
-	listed := list(srv)
-	if len(listed) != 5000 {
-		t.Fatalf("%d transfers listed, want 5000", len(listed))
-	}
 	before := srv.Snapshot()
+	if got := len(before.Networks[confpay.NetworkTest].Transfers); got != n {
+		t.Fatalf("%d transfers, want %d", got, n)
+	}
 	srv.Close()
 	srv2 := fakeserver.New(t, opts...)
 	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
 		t.Fatalf("state after restart (-before +after):\n%s", diff)
-	}
-	if diff := cmp.Diff(listed, list(srv2)); diff != "" {
-		t.Fatalf("the list after restart (-before +after):\n%s", diff)
 	}
 }
