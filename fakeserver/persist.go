@@ -750,24 +750,35 @@ func (s *Server) installLocked(l *loaded) error {
 }
 
 func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) error {
-	ts := recs.live()
-	// Snapshots and the journal hold transfers in creation order: sort
-	// only when a clock set backwards made it differ.
-	cmpRec := func(a, b transferRec) int {
+	// Snapshots and the journal hold transfers in creation order: copy
+	// and sort them only when a clock set backwards made it differ.
+	cmpRec := func(a, b *transferRec) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	}
-	if !slices.IsSortedFunc(ts, cmpRec) {
-		ts = slices.Clone(ts)
-		slices.SortFunc(ts, cmpRec)
+	ordered := recs.all
+	var prev *transferRec
+	for r := range recs.all {
+		if prev != nil && cmpRec(prev, r) > 0 {
+			ts := slices.Clone(recs.live()) // live may be the records' own chunk
+			slices.SortFunc(ts, func(a, b transferRec) int { return cmpRec(&a, &b) })
+			ordered = func(yield func(*transferRec) bool) {
+				for i := range ts {
+					if !yield(&ts[i]) {
+						return
+					}
+				}
+			}
+			break
+		}
+		prev = r
 	}
 	if len(n.transfers.byID) == 0 {
-		n.transfers.byID = make(map[string]*transfer, len(ts))
+		n.transfers.byID = make(map[string]*transfer, recs.n)
 	}
-	for i := range ts {
-		r := &ts[i]
+	for r := range ordered {
 		from := s.accounts[r.From]
 		units, ok := parseUnits(r.Units)
 		if from == nil || !ok || !common.IsHexAddress(r.ToAddr) {

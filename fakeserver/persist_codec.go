@@ -654,28 +654,47 @@ func decIdem(d *dec, l *loaded) error {
 // ---- the latest record of each thing ----
 
 // latest keeps the latest record of each thing by id, in the order each
-// was first seen (a later record takes its first one's place).
+// was first seen (a later record takes its first one's place). The
+// records are kept in chunks of at most latestChunk: one growing slice
+// copied every record again and again as it grew (a million transfers
+// made a restart spend seconds in memmove and the page faults of the new
+// arrays, and doubled its peak memory; BENCHMARKS.md).
 type latest[T any] struct {
-	recs []T
-	at   map[string]int
-	gone []bool // by index, when dropped (deliveries)
-	n    int    // live records
+	chunks [][]T
+	at     map[string]int
+	gone   []bool // by index, when dropped (deliveries)
+	n      int    // live records
+	total  int    // records, live or dropped
 }
+
+// latestChunk is the most records a chunk holds.
+const latestChunk = 4096
+
+func (l *latest[T]) rec(i int) *T { return &l.chunks[i/latestChunk][i%latestChunk] }
 
 func (l *latest[T]) put(id string, r T) {
 	if l.at == nil {
 		l.at = map[string]int{}
 	}
 	if i, ok := l.at[id]; ok {
-		l.recs[i] = r
+		*l.rec(i) = r
 		if l.gone != nil && l.gone[i] {
 			l.gone[i] = false
 			l.n++
 		}
 		return
 	}
-	l.at[id] = len(l.recs)
-	l.recs = append(l.recs, r)
+	l.at[id] = l.total
+	if l.total%latestChunk == 0 {
+		var c []T // the first chunk grows as records come, the next ones are made whole
+		if l.total > 0 {
+			c = make([]T, 0, latestChunk)
+		}
+		l.chunks = append(l.chunks, c)
+	}
+	last := &l.chunks[len(l.chunks)-1]
+	*last = append(*last, r)
+	l.total++
 	if l.gone != nil {
 		l.gone = append(l.gone, false)
 	}
@@ -688,7 +707,7 @@ func (l *latest[T]) drop(id string) {
 		return
 	}
 	if l.gone == nil {
-		l.gone = make([]bool, len(l.recs))
+		l.gone = make([]bool, l.total)
 	}
 	if !l.gone[i] {
 		l.gone[i] = true
@@ -696,15 +715,29 @@ func (l *latest[T]) drop(id string) {
 	}
 }
 
-// live returns the records not dropped (the backing slice when none was).
+// all yields the records not dropped, in order, without copying them.
+func (l *latest[T]) all(yield func(*T) bool) {
+	for c, chunk := range l.chunks {
+		for j := range chunk {
+			if (l.gone == nil || !l.gone[c*latestChunk+j]) && !yield(&chunk[j]) {
+				return
+			}
+		}
+	}
+}
+
+// live returns the records not dropped, in order, in one new slice (the
+// only chunk when it holds them all).
 func (l *latest[T]) live() []T {
-	if l.gone == nil {
-		return l.recs
+	if l.gone == nil && len(l.chunks) == 1 {
+		return l.chunks[0]
 	}
 	out := make([]T, 0, l.n)
-	for i, r := range l.recs {
-		if !l.gone[i] {
-			out = append(out, r)
+	for c, chunk := range l.chunks {
+		for j := range chunk {
+			if l.gone == nil || !l.gone[c*latestChunk+j] {
+				out = append(out, chunk[j])
+			}
 		}
 	}
 	return out

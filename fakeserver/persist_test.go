@@ -384,3 +384,37 @@ func TestDataDirResetDuringRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestDataDirRestartClockBackwards: transfers whose creation times are out
+// of their creation order (the clock set backwards between them) all come
+// back as they were.
+func TestDataDirRestartClockBackwards(t *testing.T) {
+	dir := t.TempDir()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener()}
+	srv := fakeserver.New(t, opts...)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000000")
+	h := srv.Handler()
+	start := srv.Now()
+	const n = 300 // (TestLatestChunks: across chunks)
+	for i := range n {
+		if i%100 == 99 {
+			srv.Set(start.Add(-time.Duration(i) * time.Minute)) // backwards
+		}
+		if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`,
+			"User-Agent", fakeserver.BulkUserAgent); a.status != 201 {
+			t.Fatalf("status %d", a.status)
+		}
+	}
+	srv.Advance(time.Minute)
+	before := srv.Snapshot()
+	if got := len(before.Networks[confpay.NetworkTest].Transfers); got != n {
+		t.Fatalf("%d transfers, want %d", got, n)
+	}
+	srv.Close()
+	srv2 := fakeserver.New(t, opts...)
+	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
+		t.Fatalf("state after restart (-before +after):\n%s", diff)
+	}
+}
