@@ -898,7 +898,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	out.body = body
 	began := clock.Mono()
 	code := p.postFaulted(ctx, &out, j.fault)
-	took := clock.Mono().Sub(began)
+	took := clock.Mono() - began
 	cancel()
 	h.cfg.Log.Debug("webhook delivery attempt",
 		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,
