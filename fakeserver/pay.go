@@ -377,7 +377,7 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 	}
 	n.ledger.Settle(t.from.id, to, t.asset, t.units)
 	t.status = stateConfirmed
-	t.confirmedAt = &now
+	t.settledAt = &now
 	if t.key != nil && t.asset == confpay.AssetUSDG {
 		t.key.usdgMoved.Add(t.key.usdgMoved, t.units)
 		s.markKey(t.key, false)
@@ -397,7 +397,7 @@ func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
 	t.timer = nil
 	n.ledger.Release(t.from.id, t.asset, t.units)
 	t.status = stateFailed
-	t.failedAt = &now
+	t.settledAt = &now
 	s.markTransfer(n, t)
 	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
 }

@@ -393,7 +393,7 @@ func keyRecOf(k *apiKey) keyRec {
 func (s *Server) transferRecLocked(n *network, t *transfer) transferRec {
 	r := transferRec{Network: n.name, ID: t.id, From: t.from.id, ToAddr: t.toAddr.Hex(), ToText: t.toText, Asset: t.asset,
 		Units: t.units.String(), Confidential: t.confidential, Memo: t.memo, Status: t.status.wire(), TxHash: hashHex(t.txHash),
-		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt, FailAtConfirm: t.failAtConfirm, Note: t.note}
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt(), FailedAt: t.failedAt(), FailAtConfirm: t.failAtConfirm, Note: t.note}
 	if t.to != nil {
 		r.To = t.to.id
 	}
@@ -764,9 +764,13 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 		if !ok {
 			return fmt.Errorf("transfer %s has status %q", r.ID, r.Status)
 		}
+		settledAt, ok := settledAtOf(status, r.ConfirmedAt, r.FailedAt)
+		if !ok {
+			return fmt.Errorf("transfer %s is inconsistent", r.ID)
+		}
 		t := &transfer{id: r.ID, from: from, toAddr: common.HexToAddress(r.ToAddr), toText: r.ToText, asset: r.Asset,
 			units: units, confidential: r.Confidential, memo: r.Memo, status: status, txHash: hash, createdAt: r.CreatedAt,
-			confirmedAt: r.ConfirmedAt, failedAt: r.FailedAt, failAtConfirm: r.FailAtConfirm, note: r.Note}
+			settledAt: settledAt, failAtConfirm: r.FailAtConfirm, note: r.Note}
 		if r.To != "" {
 			if t.to = s.accounts[r.To]; t.to == nil {
 				return fmt.Errorf("transfer %s is inconsistent", r.ID)

@@ -25,30 +25,49 @@ import (
 
 // transfer is one payment on one network. It is kept lean: a million of
 // them must fit in well under 2 KiB each.
+//
+// Every byte a transfer keeps is heap the server grows into (BENCHMARKS.md,
+// issue 27 item 5): the fields are ordered so that it is 208 bytes, the
+// status and the flags in the padding after the 20-byte address.
 type transfer struct {
-	id          string
-	from        *account
-	to          *account       // nil for an external wallet
-	toAddr      common.Address // the recipient's address
-	toText      string         // the recipient as the payer wrote it (normalised)
-	asset       string
-	units       *big.Int // never changed in place: it may be shared with the payment
-	memo        string
-	txHash      [32]byte // rendered "0x" and lower-case hex (hashHex) where shown
-	createdAt   time.Time
-	confirmedAt *time.Time
-	failedAt    *time.Time
+	id     string
+	from   *account
+	to     *account       // nil for an external wallet
+	toAddr common.Address // the recipient's address
+
+	status        transferState
+	confidential  bool
+	failAtConfirm bool // a scripted fault: fail instead of confirming
+
+	toText    string // the recipient as the payer wrote it (normalised)
+	asset     string
+	units     *big.Int // never changed in place: it may be shared with the payment
+	memo      string
+	txHash    [32]byte // rendered "0x" and lower-case hex (hashHex) where shown
+	createdAt time.Time
+	// settledAt is when it was confirmed or failed (status says which),
+	// nil while pending.
+	settledAt *time.Time
 
 	key   *apiKey      // the key that sent it (nil for an approval), for its usage figures
 	timer *clock.Timer // the confirmation, while pending
 	note  string       // the sealed note (base64url), made on first read
+}
 
-	// The status and the two flags side by side, so that a transfer is 224
-	// bytes: every byte a transfer keeps is heap the server grows into
-	// (BENCHMARKS.md, issue 27 item 5).
-	status        transferState
-	confidential  bool
-	failAtConfirm bool // a scripted fault: fail instead of confirming
+// confirmedAt is when t was confirmed, nil if it was not.
+func (t *transfer) confirmedAt() *time.Time {
+	if t.status != stateConfirmed {
+		return nil
+	}
+	return t.settledAt
+}
+
+// failedAt is when t failed, nil if it did not.
+func (t *transfer) failedAt() *time.Time {
+	if t.status != stateFailed {
+		return nil
+	}
+	return t.settledAt
 }
 
 // transferState is a transfer's status in one byte; wire is the API's
@@ -585,7 +604,7 @@ func (s *Server) recordLocked(n *network, t *transfer) TransferRecord {
 		To: t.toText, ToAddress: t.toAddr.Hex(),
 		Asset: t.asset, Amount: confpay.AmountFromUnits(t.units, dec),
 		Confidential: t.confidential, Memo: t.memo, TxHash: hashHex(t.txHash),
-		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt,
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt(), FailedAt: t.failedAt(),
 	}
 	if t.to != nil {
 		r.ToAccountID = t.to.id
@@ -601,4 +620,17 @@ func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 		}
 	}
 	return nil, nil
+}
+
+// settledAtOf is a transfer's settledAt from the two times of its record:
+// the one its status has, the other nil (ok is false otherwise).
+func settledAtOf(st transferState, confirmedAt, failedAt *time.Time) (*time.Time, bool) {
+	switch st {
+	case statePending:
+		return nil, confirmedAt == nil && failedAt == nil
+	case stateConfirmed:
+		return confirmedAt, confirmedAt != nil && failedAt == nil
+	default:
+		return failedAt, failedAt != nil && confirmedAt == nil
+	}
 }

@@ -84,8 +84,8 @@ func transferViewLocked(t *transfer) *confpay.Transfer {
 		Confidential: t.confidential,
 		TxHash:       hashHex(t.txHash),
 		CreatedAt:    t.createdAt,
-		ConfirmedAt:  t.confirmedAt,
-		FailedAt:     t.failedAt,
+		ConfirmedAt:  t.confirmedAt(),
+		FailedAt:     t.failedAt(),
 	}
 	if t.note != "" {
 		v.EncryptedNote = t.note
