@@ -235,7 +235,8 @@ func (h *Hooks) newBook(net confpay.Network) *book {
 func (b *book) audienceLocked(a [2]string) *[2]string {
 	p := b.audiences[a]
 	if p == nil {
-		p = &a
+		p = new([2]string) // not &a: a would escape, an allocation a call
+		*p = a
 		b.audiences[a] = p
 	}
 	return p
