@@ -92,7 +92,7 @@ func BenchmarkAgentPolicyCheck(b *testing.B) {
 	s.mu.Lock()
 	w := n.held.window(agent)
 	for i := 0; i < 20; i++ {
-		w.add(s.clock.Now(), 10_000_000, &transfer{status: confpay.StatusConfirmed}, nil)
+		w.add(s.clock.Now(), 10_000_000, &transfer{status: stateConfirmed}, nil)
 	}
 	s.mu.Unlock()
 	p := &payment{from: agent, to: bob, toAddr: bob.address, toText: "@bob", asset: "USDG", units: big.NewInt(12_500_000), confidential: true}

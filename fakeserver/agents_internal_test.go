@@ -60,15 +60,15 @@ func TestAgentsDecisionAtExpiryBeforeTimer(t *testing.T) {
 func TestAgentsSpendWindow(t *testing.T) {
 	t0 := DefaultStart
 	var w spendWindow
-	pending := &transfer{status: confpay.StatusPending}
-	failed := &transfer{status: confpay.StatusPending}
+	pending := &transfer{status: statePending}
+	failed := &transfer{status: statePending}
 	w.add(t0, 10, pending, nil)
-	w.add(t0.Add(time.Hour), 20, &transfer{status: confpay.StatusConfirmed}, nil)
+	w.add(t0.Add(time.Hour), 20, &transfer{status: stateConfirmed}, nil)
 	w.add(t0.Add(2*time.Hour), 40, failed, nil)
 	if got := w.total(t0.Add(2 * time.Hour)); got != 70 {
 		t.Errorf("total = %d, want 70", got)
 	}
-	failed.status = confpay.StatusFailed
+	failed.status = stateFailed
 	if got := w.total(t0.Add(2 * time.Hour)); got != 30 {
 		t.Errorf("after a failure: %d, want 30", got)
 	}

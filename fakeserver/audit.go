@@ -392,7 +392,7 @@ func (s *Server) policyInvariantsLocked(n *network) []audit.Finding {
 		agents = append(agents, a)
 	}
 	sort.Slice(agents, func(i, j int) bool { return agents[i].seq < agents[j].seq })
-	counts := func(e *spendEntry) bool { return e.t == nil || e.t.status != confpay.StatusFailed }
+	counts := func(e *spendEntry) bool { return e.t == nil || e.t.status != stateFailed }
 	for _, a := range agents {
 		w := n.held.spend[a]
 		var sum int64 // the counting entries in (entries[i].at-24h, entries[i].at]

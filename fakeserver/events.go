@@ -66,7 +66,7 @@ func transferEvent(t *transfer, side *account, received bool, id, kind string, a
 		Counterparty: counterparty,
 		Asset:        t.asset,
 		Confidential: t.confidential,
-		TxHash:       t.txHash,
+		TxHash:       hashHex(t.txHash),
 		TransferID:   t.id,
 		Timestamp:    at,
 	})
@@ -169,7 +169,7 @@ func (s *Server) emitAgentTransactionLocked(n *network, kind string, h *heldTx) 
 		Timestamp:     now,
 	}
 	if h.transfer != nil {
-		ev.TxHash = h.transfer.txHash
+		ev.TxHash = hashHex(h.transfer.txHash)
 		ev.TransferID = h.transfer.id
 	}
 	s.hooks.Emit(n.name, hooks.Event{ID: id, Kind: kind, At: now, Audience: [2]string{owner.id}, Payload: fixedPayload{ev}})

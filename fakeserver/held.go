@@ -186,7 +186,7 @@ func (w *spendWindow) total(now time.Time) int64 {
 	var sum int64
 	for i := first; i < len(w.entries); i++ {
 		e := &w.entries[i]
-		if e.t != nil && e.t.status == confpay.StatusFailed {
+		if e.t != nil && e.t.status == stateFailed {
 			continue
 		}
 		sum = rules.AddSpend(sum, e.amount)

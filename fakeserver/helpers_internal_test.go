@@ -6,6 +6,7 @@ package fakeserver
 // call the emit functions the way transfers and agents do).
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -14,7 +15,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,8 +192,8 @@ func handTransfer(s *Server, from, to *account) *transfer {
 		units:        new(big.Int).Set(handUnits),
 		confidential: true,
 		memo:         "invoice 42",
-		status:       confpay.StatusPending,
-		txHash:       "0x" + strings.Repeat("ab", 32),
+		status:       statePending,
+		txHash:       [32]byte(bytes.Repeat([]byte{0xab}, 32)),
 		createdAt:    s.Now(),
 	}
 	if to != nil {

@@ -119,7 +119,7 @@ func TestEmitTransferReachesBothSides(t *testing.T) {
 				account, direction, counterparty = "@bob", "received", "@alice"
 			}
 			if m["account"] != account || m["direction"] != direction || m["counterparty"] != counterparty ||
-				m["asset"] != "USDG" || m["confidential"] != true || m["tx_hash"] != tr.txHash || m["transfer_id"] != tr.id ||
+				m["asset"] != "USDG" || m["confidential"] != true || m["tx_hash"] != hashHex(tr.txHash) || m["transfer_id"] != tr.id ||
 				m["timestamp"] != s.Now().Format("2006-01-02T15:04:05Z07:00") {
 				t.Errorf("%s: payload %v", who, m)
 			}
@@ -262,7 +262,7 @@ func TestEmitAgentTransactionEventsGoToOwner(t *testing.T) {
 		t.Errorf("pending_approval carries a tx_hash: %v", pend)
 	}
 	appr := byKind[webhookverify.KindAgentTransactionApproved]
-	if appr == nil || appr["transfer_id"] != held.transfer.id || appr["tx_hash"] != held.transfer.txHash || appr["transaction_id"] != held.id {
+	if appr == nil || appr["transfer_id"] != held.transfer.id || appr["tx_hash"] != hashHex(held.transfer.txHash) || appr["transaction_id"] != held.id {
 		t.Errorf("approved payload %v", appr)
 	}
 	rej := byKind[webhookverify.KindAgentTransactionRejected]

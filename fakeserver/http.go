@@ -65,11 +65,11 @@ type call struct {
 	param      string
 	transferID string // the transfer a payment or approval answered
 	replayed   bool
-	recorded   bool      // recordCall ran
-	arrived    time.Time // clock.Mono when the call reached serve
-	seen       mark      // what its answer waits for (persist.go, lockFor)
-	slot       *slot     // its place in the commit order under an Idempotency-Key (persist_hooks.go)
-	at         time.Time // the server's clock then
+	recorded   bool          // recordCall ran
+	arrived    time.Duration // clock.Mono when the call reached serve
+	seen       mark          // what its answer waits for (persist.go, lockFor)
+	slot       *slot         // its place in the commit order under an Idempotency-Key (persist_hooks.go)
+	at         time.Time     // the server's clock then
 
 	// Computed once for the idempotency store and the audit (fingerprint,
 	// owner).

@@ -207,7 +207,7 @@ func (s *Server) Settle() int {
 		sort.Slice(ts, func(i, j int) bool { return ts[i].before(ts[j]) })
 		for _, t := range ts {
 			s.confirmLocked(n, t, now)
-			if t.status == confpay.StatusConfirmed {
+			if t.status == stateConfirmed {
 				count++
 			}
 		}
@@ -250,8 +250,8 @@ func (s *Server) pendingTransferLocked(id string) (*network, *transfer, error) {
 	if t == nil {
 		return nil, nil, errNotFound("no transfer " + id)
 	}
-	if t.status != confpay.StatusPending {
-		return nil, nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status)+", not pending")
+	if t.status != statePending {
+		return nil, nil, newError(http.StatusConflict, confpay.CodeInvalidRequest, "the transfer is "+string(t.status.wire())+", not pending")
 	}
 	return n, t, nil
 }
@@ -342,7 +342,7 @@ func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*trans
 		units:        units,
 		confidential: p.confidential,
 		memo:         p.memo,
-		status:       confpay.StatusPending,
+		status:       statePending,
 		createdAt:    now,
 		key:          k,
 	}
@@ -361,7 +361,7 @@ func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*trans
 // confirmLocked settles a pending transfer at now (or fails it, when a
 // fault says so). Anything but a pending transfer is left alone.
 func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
-	if t.status != confpay.StatusPending {
+	if t.status != statePending {
 		return
 	}
 	if t.failAtConfirm {
@@ -376,8 +376,8 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 		to = t.to.id
 	}
 	n.ledger.Settle(t.from.id, to, t.asset, t.units)
-	t.status = confpay.StatusConfirmed
-	t.confirmedAt = &now
+	t.status = stateConfirmed
+	t.settledAt = &now
 	if t.key != nil && t.asset == confpay.AssetUSDG {
 		t.key.usdgMoved.Add(t.key.usdgMoved, t.units)
 		s.markKey(t.key, false)
@@ -389,15 +389,15 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 // failLocked fails a pending transfer: its reservation goes back to the
 // sender and nothing moves.
 func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
-	if t.status != confpay.StatusPending {
+	if t.status != statePending {
 		return
 	}
 	delete(n.transfers.pending, t)
 	t.timer.Stop()
 	t.timer = nil
 	n.ledger.Release(t.from.id, t.asset, t.units)
-	t.status = confpay.StatusFailed
-	t.failedAt = &now
+	t.status = stateFailed
+	t.settledAt = &now
 	s.markTransfer(n, t)
 	s.emitTransferLocked(n, webhookverify.KindTransferFailed, t)
 }

@@ -401,8 +401,8 @@ func keyRecOf(k *apiKey) keyRec {
 
 func (s *Server) transferRecLocked(n *network, t *transfer) transferRec {
 	r := transferRec{Network: n.name, ID: t.id, From: t.from.id, ToAddr: t.toAddr.Hex(), ToText: t.toText, Asset: t.asset,
-		Units: t.units.String(), Confidential: t.confidential, Memo: t.memo, Status: t.status, TxHash: t.txHash,
-		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt, FailAtConfirm: t.failAtConfirm, Note: t.note}
+		Units: t.units.String(), Confidential: t.confidential, Memo: t.memo, Status: t.status.wire(), TxHash: hashHex(t.txHash),
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt(), FailedAt: t.failedAt(), FailAtConfirm: t.failAtConfirm, Note: t.note}
 	if t.to != nil {
 		r.To = t.to.id
 	}
@@ -781,12 +781,21 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 	for r := range ordered {
 		from := s.accounts[r.From]
 		units, ok := parseUnits(r.Units)
-		if from == nil || !ok || !common.IsHexAddress(r.ToAddr) {
+		hash, okHash := parseHashHex(r.TxHash)
+		if from == nil || !ok || !okHash || !common.IsHexAddress(r.ToAddr) {
+			return fmt.Errorf("transfer %s is inconsistent", r.ID)
+		}
+		status, ok := parseTransferState(r.Status)
+		if !ok {
+			return fmt.Errorf("transfer %s has status %q", r.ID, r.Status)
+		}
+		settledAt, ok := settledAtOf(status, r.ConfirmedAt, r.FailedAt)
+		if !ok {
 			return fmt.Errorf("transfer %s is inconsistent", r.ID)
 		}
 		t := &transfer{id: r.ID, from: from, toAddr: common.HexToAddress(r.ToAddr), toText: r.ToText, asset: r.Asset,
-			units: units, confidential: r.Confidential, memo: r.Memo, status: r.Status, txHash: r.TxHash, createdAt: r.CreatedAt,
-			confirmedAt: r.ConfirmedAt, failedAt: r.FailedAt, failAtConfirm: r.FailAtConfirm, note: r.Note}
+			units: units, confidential: r.Confidential, memo: r.Memo, status: status, txHash: hash, createdAt: r.CreatedAt,
+			settledAt: settledAt, failAtConfirm: r.FailAtConfirm, note: r.Note}
 		if r.To != "" {
 			if t.to = s.accounts[r.To]; t.to == nil {
 				return fmt.Errorf("transfer %s is inconsistent", r.ID)
@@ -805,13 +814,9 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 		if r.Spend != nil {
 			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t, nil)
 		}
-		switch t.status {
-		case confpay.StatusPending:
+		if t.status == statePending {
 			n.transfers.pending[t] = struct{}{}
 			t.timer = s.clock.At(t.createdAt.Add(s.opts.blockTime), func(at time.Time) { s.confirm(n, t, at) })
-		case confpay.StatusConfirmed, confpay.StatusFailed:
-		default:
-			return fmt.Errorf("transfer %s has status %q", r.ID, r.Status)
 		}
 	}
 	return nil

@@ -25,28 +25,103 @@ import (
 
 // transfer is one payment on one network. It is kept lean: a million of
 // them must fit in well under 2 KiB each.
+//
+// Every byte a transfer keeps is heap the server grows into (BENCHMARKS.md,
+// issue 27 item 5): the fields are ordered so that it is 208 bytes, the
+// status and the flags in the padding after the 20-byte address.
 type transfer struct {
-	id          string
-	from        *account
-	to          *account       // nil for an external wallet
-	toAddr      common.Address // the recipient's address
-	toText      string         // the recipient as the payer wrote it (normalised)
-	asset       string
-	units       *big.Int // never changed in place: it may be shared with the payment
-	memo        string
-	status      confpay.TransferStatus
-	txHash      string
-	createdAt   time.Time
-	confirmedAt *time.Time
-	failedAt    *time.Time
+	id     string
+	from   *account
+	to     *account       // nil for an external wallet
+	toAddr common.Address // the recipient's address
+
+	status        transferState
+	confidential  bool
+	failAtConfirm bool // a scripted fault: fail instead of confirming
+
+	toText    string // the recipient as the payer wrote it (normalised)
+	asset     string
+	units     *big.Int // never changed in place: it may be shared with the payment
+	memo      string
+	txHash    [32]byte // rendered "0x" and lower-case hex (hashHex) where shown
+	createdAt time.Time
+	// settledAt is when it was confirmed or failed (status says which),
+	// nil while pending.
+	settledAt *time.Time
 
 	key   *apiKey      // the key that sent it (nil for an approval), for its usage figures
 	timer *clock.Timer // the confirmation, while pending
 	note  string       // the sealed note (base64url), made on first read
+}
 
-	// The two flags side by side, so that a transfer is 224 bytes, not 240.
-	confidential  bool
-	failAtConfirm bool // a scripted fault: fail instead of confirming
+// confirmedAt is when t was confirmed, nil if it was not.
+func (t *transfer) confirmedAt() *time.Time {
+	if t.status != stateConfirmed {
+		return nil
+	}
+	return t.settledAt
+}
+
+// failedAt is when t failed, nil if it did not.
+func (t *transfer) failedAt() *time.Time {
+	if t.status != stateFailed {
+		return nil
+	}
+	return t.settledAt
+}
+
+// transferState is a transfer's status in one byte; wire is the API's
+// string.
+type transferState uint8
+
+const (
+	statePending transferState = iota
+	stateConfirmed
+	stateFailed
+)
+
+var transferStatuses = [...]confpay.TransferStatus{
+	statePending:   confpay.StatusPending,
+	stateConfirmed: confpay.StatusConfirmed,
+	stateFailed:    confpay.StatusFailed,
+}
+
+// wire is the status as the API writes it.
+func (st transferState) wire() confpay.TransferStatus { return transferStatuses[st] }
+
+// parseTransferState is wire's inverse; ok is false for any other string.
+func parseTransferState(s confpay.TransferStatus) (st transferState, ok bool) {
+	for i, w := range transferStatuses {
+		if w == s {
+			return transferState(i), true
+		}
+	}
+	return 0, false
+}
+
+// hashHex renders a tx hash as the API writes it: "0x" and lower-case hex,
+// as common.Bytes2Hex.
+func hashHex(h [32]byte) string {
+	var out [2 + 2*len(h)]byte
+	out[0], out[1] = '0', 'x'
+	hex.Encode(out[2:], h[:])
+	return string(out[:])
+}
+
+// parseHashHex is hashHex's inverse.
+func parseHashHex(s string) (h [32]byte, ok bool) {
+	if len(s) != 2+2*len(h) || s[0] != '0' || s[1] != 'x' {
+		return h, false
+	}
+	for _, c := range s[2:] { // lower case only, as hashHex writes it
+		if c >= 'A' && c <= 'F' {
+			return h, false
+		}
+	}
+	if _, err := hex.Decode(h[:], []byte(s[2:])); err != nil {
+		return h, false
+	}
+	return h, true
 }
 
 // transferBook holds one network's transfers.
@@ -150,7 +225,7 @@ func (s *Server) newTransferIDLocked() string {
 //
 // The amount is deliberately not part of it: a hash over a low-entropy
 // figure and public fields could be inverted by trying every amount.
-func txHash(chainID uint64, t *transfer) string {
+func txHash(chainID uint64, t *transfer) [32]byte {
 	w := txHashers.Get().(*txHasher)
 	defer txHashers.Put(w)
 	b := w.buf[:0]
@@ -166,11 +241,7 @@ func txHash(chainID uint64, t *transfer) string {
 		b = append(b, 0)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(t.createdAt.UnixNano()))
-	h := crypto.HashData(w.kh, b)
-	var out [2 + 2*len(h)]byte // "0x" and lower-case hex, as common.Bytes2Hex: one allocation
-	out[0], out[1] = '0', 'x'
-	hex.Encode(out[2:], h[:])
-	return string(out[:])
+	return crypto.HashData(w.kh, b)
 }
 
 // txHasher is txHash's work space: the encoding's buffer (on the heap
@@ -472,7 +543,7 @@ func pageLocked(n *network, a *account, q listQuery) ([]*transfer, bool) {
 	skipped := 0
 	for i := hi - 1; i >= lo; i-- {
 		t := list[i]
-		if t.status != q.status {
+		if t.status.wire() != q.status {
 			continue
 		}
 		if skipped < q.offset {
@@ -528,12 +599,12 @@ func (r TransferRecord) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, r
 func (s *Server) recordLocked(n *network, t *transfer) TransferRecord {
 	dec, _ := s.assets.decimals(t.asset)
 	r := TransferRecord{
-		TransferID: t.id, Network: n.name, Status: t.status,
+		TransferID: t.id, Network: n.name, Status: t.status.wire(),
 		From: t.from.handle, FromAccountID: t.from.id,
 		To: t.toText, ToAddress: t.toAddr.Hex(),
 		Asset: t.asset, Amount: confpay.AmountFromUnits(t.units, dec),
-		Confidential: t.confidential, Memo: t.memo, TxHash: t.txHash,
-		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt, FailedAt: t.failedAt,
+		Confidential: t.confidential, Memo: t.memo, TxHash: hashHex(t.txHash),
+		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt(), FailedAt: t.failedAt(),
 	}
 	if t.to != nil {
 		r.ToAccountID = t.to.id
@@ -549,4 +620,17 @@ func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 		}
 	}
 	return nil, nil
+}
+
+// settledAtOf is a transfer's settledAt from the two times of its record:
+// the one its status has, the other nil (ok is false otherwise).
+func settledAtOf(st transferState, confirmedAt, failedAt *time.Time) (*time.Time, bool) {
+	switch st {
+	case statePending:
+		return nil, confirmedAt == nil && failedAt == nil
+	case stateConfirmed:
+		return confirmedAt, confirmedAt != nil && failedAt == nil
+	default:
+		return failedAt, failedAt != nil && confirmedAt == nil
+	}
 }

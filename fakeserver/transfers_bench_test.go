@@ -2,9 +2,13 @@ package fakeserver_test
 
 import (
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -121,4 +125,65 @@ func BenchmarkBaselineJSONLoopback(b *testing.B) {
 	}))
 	defer hs.Close()
 	benchPost(b, hs.URL+"/v1/transfers", "hc_test_x", http.StatusCreated)
+}
+
+// retainedProfile, if set, is where BenchmarkTransferCreateRetained writes
+// an in-use heap profile while its server is still alive (run it with
+// -test.memprofilerate 1 to see every allocation site).
+var retainedProfile = flag.String("retained.profile", "", "in-use heap profile written by BenchmarkTransferCreateRetained")
+
+// retainedRequests is how many creates BenchmarkTransferCreateRetained
+// makes: 3,000 is a round of the loopback benchmark (all its audit records
+// kept), 20,000 passes the audit's bound of 10,000 requests per account.
+var retainedRequests = flag.Int("retained.requests", 20_000, "creates in BenchmarkTransferCreateRetained")
+
+// BenchmarkTransferCreateRetained measures what the state keeps per created
+// transfer: the requests of BenchmarkTransferCreateLoopback (same body, a
+// new Idempotency-Key each), -retained.requests of them through the
+// handler in process, and the live heap after a GC before and after. retained-B/op
+// and retained-objs/op are the growth per request; every byte kept costs
+// the loopback benchmark fresh heap pages (its faults/op).
+func BenchmarkTransferCreateRetained(b *testing.B) {
+	n := *retainedRequests
+	for b.Loop() {
+		srv := fakeserver.NewUnstartedServer(fakeserver.WithMaxIdempotencyKeys(1 << 30))
+		alice := newAccount(b, srv, "@alice").info
+		newAccount(b, srv, "@bob")
+		if err := srv.Fund("@alice", confpay.NetworkTest, "USDG", "1000000000000"); err != nil {
+			b.Fatal(err)
+		}
+		h, key := srv.Handler(), alice.TestKey.Reveal()
+		body := `{"to":"@bob","amount":"0.000001"}`
+		heap0, objs0 := liveHeapObjects()
+		for j := range n {
+			a := serve(h, "POST", "/v1/transfers", key, body, "Idempotency-Key", "bench-"+strconv.Itoa(j+1))
+			if a.status != http.StatusCreated {
+				b.Fatalf("request %d: %d %s", j, a.status, a.body)
+			}
+		}
+		heap1, objs1 := liveHeapObjects()
+		if *retainedProfile != "" {
+			f, err := os.Create(*retainedProfile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		runtime.KeepAlive(srv)
+		srv.Close()
+		b.ReportMetric(float64(int64(heap1)-int64(heap0))/float64(n), "retained-B/op")
+		b.ReportMetric(float64(int64(objs1)-int64(objs0))/float64(n), "retained-objs/op")
+	}
+}
+
+// liveHeapObjects is the live heap and its object count after a full
+// collection.
+func liveHeapObjects() (bytes, objects uint64) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc, m.HeapObjects
 }

@@ -77,15 +77,15 @@ func limitOf(micro int64) confpay.Limit {
 func transferViewLocked(t *transfer) *confpay.Transfer {
 	v := &confpay.Transfer{
 		TransferID:   t.id,
-		Status:       t.status,
+		Status:       t.status.wire(),
 		From:         t.from.handle,
 		To:           t.toText,
 		Asset:        t.asset,
 		Confidential: t.confidential,
-		TxHash:       t.txHash,
+		TxHash:       hashHex(t.txHash),
 		CreatedAt:    t.createdAt,
-		ConfirmedAt:  t.confirmedAt,
-		FailedAt:     t.failedAt,
+		ConfirmedAt:  t.confirmedAt(),
+		FailedAt:     t.failedAt(),
 	}
 	if t.note != "" {
 		v.EncryptedNote = t.note
@@ -98,11 +98,11 @@ func transferViewLocked(t *transfer) *confpay.Transfer {
 func createView(t *transfer) *confpay.Transfer {
 	return &confpay.Transfer{
 		TransferID:   t.id,
-		Status:       t.status,
+		Status:       t.status.wire(),
 		To:           t.toText,
 		Asset:        t.asset,
 		Confidential: t.confidential,
-		TxHash:       t.txHash,
+		TxHash:       hashHex(t.txHash),
 		CreatedAt:    t.createdAt,
 	}
 }
@@ -122,7 +122,7 @@ func (h *heldTx) view() *confpay.AgentTransaction {
 	}
 	if h.transfer != nil {
 		v.TransferID = h.transfer.id
-		v.TxHash = h.transfer.txHash
+		v.TxHash = hashHex(h.transfer.txHash)
 	}
 	return v
 }

@@ -78,9 +78,9 @@ type Request struct {
 	Key    string // the Idempotency-Key as sent, "" when none
 	Digest [32]byte
 	// Arrived and Answered are readings of the wall clock's monotonic
-	// time (how a client paces its calls); At is the server's clock when
-	// it arrived.
-	Arrived, Answered time.Time
+	// time (how a client paces its calls: clock.Mono, 0 for none); At is
+	// the server's clock when it arrived.
+	Arrived, Answered time.Duration
 	At                time.Time
 	Status            int
 	Code, Param       string
@@ -325,7 +325,7 @@ func Retries(reqs []Request, floor time.Duration, maxSends int) []Finding {
 	var out []Finding
 	for _, k := range keys {
 		sends := byKey[k]
-		sort.SliceStable(sends, func(i, j int) bool { return sends[i].Arrived.Before(sends[j].Arrived) })
+		sort.SliceStable(sends, func(i, j int) bool { return sends[i].Arrived < sends[j].Arrived })
 		fast := false
 		run := []*Request{sends[0]}
 		longest := run
@@ -344,14 +344,14 @@ func Retries(reqs []Request, floor time.Duration, maxSends int) []Finding {
 				continue
 			}
 			from := prev.Answered
-			if from.IsZero() || from.After(next.Arrived) {
+			if from == 0 || from > next.Arrived {
 				from = prev.Arrived
 			}
 			want := floor
 			if prev.RetryAfter >= 0 {
 				want = prev.RetryAfter
 			}
-			if gap := next.Arrived.Sub(from); gap < want {
+			if gap := next.Arrived - from; gap < want {
 				fast = true
 				out = append(out, Finding{Rule: RuleRetryTooFast, RequestIDs: []string{prev.ID, next.ID},
 					Message: "a request was retried under its Idempotency-Key " + roundDur(gap) + " after a " + strconv.Itoa(prev.Status) +

@@ -11,7 +11,7 @@ import (
 func req(id, route, key string, ms int, status int, code string) Request {
 	at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
 	d := [32]byte{byte(len(route))}
-	return Request{ID: id, Route: route, Key: key, Digest: d, Arrived: at, Answered: at, At: at, Status: status, Code: code, RetryAfter: -1}
+	return Request{ID: id, Route: route, Key: key, Digest: d, Arrived: time.Duration(ms) * time.Millisecond, Answered: time.Duration(ms) * time.Millisecond, At: at, Status: status, Code: code, RetryAfter: -1}
 }
 
 const post = "POST /v1/transfers"

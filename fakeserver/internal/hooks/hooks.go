@@ -208,6 +208,9 @@ type book struct {
 	// when the account deletes MaxDeletedPerAccount more (deletedBy).
 	deleted   map[string]deletion
 	deletedBy map[string][]string
+	// audiences holds each audience its events had once, shared by them
+	// (event.aud): one per account (itself, and its owner for an agent).
+	audiences map[[2]string]*[2]string
 	// h and net say where changes are noted (persist.go).
 	h   *Hooks
 	net confpay.Network
@@ -224,7 +227,19 @@ func (h *Hooks) newBook(net confpay.Network) *book {
 		history:   map[string][]*event{},
 		deleted:   map[string]deletion{},
 		deletedBy: map[string][]string{},
+		audiences: map[[2]string]*[2]string{},
 	}
+}
+
+// audienceLocked is a, shared with every event of b that has it.
+func (b *book) audienceLocked(a [2]string) *[2]string {
+	p := b.audiences[a]
+	if p == nil {
+		p = new([2]string) // not &a: a would escape, an allocation a call
+		*p = a
+		b.audiences[a] = p
+	}
+	return p
 }
 
 // deletion is a deleted subscription's account and when it was deleted.
@@ -234,12 +249,18 @@ type deletion struct {
 	seq  uint64 // the subscription's
 }
 
-// event is a recorded event.
+// event is a recorded event: Event's fields, its audience shared with
+// the book's other events of the same audience. The log keeps every event
+// (a transfer makes two, then two more when it settles), so an event is
+// kept small: 112 bytes, every byte of them heap the server grows into.
 type event struct {
-	Event
+	ID      string
+	Kind    string
+	At      time.Time
+	Payload Payload
+	aud     *[2]string // Event.Audience (book.audienceLocked)
 	// body is the payload, built on first delivery (or read): nil until
-	// then. A pointer, so that an event is 128 bytes rather than 144: the
-	// log keeps every event, most never built.
+	// then. A pointer: most events are never built.
 	body *[]byte
 	// forgotten[i] is set when Audience[i]'s history dropped the event
 	// (Config.MaxEvents); gone when the log no longer holds it.
@@ -249,7 +270,7 @@ type event struct {
 }
 
 func (e *event) concerns(acct string) bool {
-	return acct != "" && !e.gone && ((e.Audience[0] == acct && !e.forgotten[0]) || (e.Audience[1] == acct && !e.forgotten[1]))
+	return acct != "" && !e.gone && ((e.aud[0] == acct && !e.forgotten[0]) || (e.aud[1] == acct && !e.forgotten[1]))
 }
 
 // built is e's payload if it was built, nil if not.
@@ -262,7 +283,7 @@ func (e *event) built() []byte {
 
 // audience is e's distinct accounts ("" where none).
 func (e *event) audience() [2]string {
-	a := e.Audience
+	a := *e.aud
 	if a[1] == a[0] {
 		a[1] = ""
 	}
@@ -561,7 +582,7 @@ func (h *Hooks) Emit(net confpay.Network, es ...Event) {
 // emitLocked records e in b and starts its deliveries.
 func (h *Hooks) emitLocked(b *book, e *Event) {
 	b.pruneLocked(e.At)
-	ev := &event{Event: *e}
+	ev := &event{ID: e.ID, Kind: e.Kind, At: e.At, Payload: e.Payload, aud: b.audienceLocked(e.Audience)}
 	h.seq++
 	ev.seq = h.seq
 	h.noteEvent(b.net, ev)
@@ -898,7 +919,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	out.body = body
 	began := clock.Mono()
 	code := p.postFaulted(ctx, &out, j.fault)
-	took := clock.Mono().Sub(began)
+	took := clock.Mono() - began
 	cancel()
 	h.cfg.Log.Debug("webhook delivery attempt",
 		"webhook_id", subID, "event_id", out.eventID, "delivery_id", deliveryID,

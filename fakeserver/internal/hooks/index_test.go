@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
@@ -76,5 +77,17 @@ func TestReplayIndexIsBuiltLazily(t *testing.T) {
 	}
 	if i, o, n := book(); i != o || n != 4 {
 		t.Errorf("at the end: %d indexed of %d, %d in the index; want all, 4", i, o, n)
+	}
+}
+
+// TestEventKeepsLittle guards the size BENCHMARKS.md (issue 27 item 5)
+// measured: the log keeps every event, and every byte of it is heap the
+// server grows into.
+func TestEventKeepsLittle(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes measured on 64-bit platforms")
+	}
+	if got := unsafe.Sizeof(event{}); got > 112 {
+		t.Errorf("an event is %d bytes, was 112", got)
 	}
 }
