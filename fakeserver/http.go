@@ -442,6 +442,12 @@ func render(status int, v any) (int, []byte) {
 	if v == nil {
 		return status, nil
 	}
+	if t, ok := v.(*confpay.Transfer); ok { // the create answer, without reflection
+		var buf [512]byte
+		if b, ok := appendTransferJSON(buf[:0], t); ok {
+			return status, bytes.Clone(b) // kept for replay: of its size, as below
+		}
+	}
 	buf := renderBuffers.Get().(*bytes.Buffer)
 	defer putRenderBuffer(buf)
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
@@ -477,6 +483,13 @@ func (s *Server) writeJSON(c *call, status int, v any) {
 	c.status = status
 	s.durableFor(c) // persist.go: nothing is answered before it is durable
 	c.w.WriteHeader(status)
+	if t, ok := v.(*confpay.Transfer); ok { // without reflection, as render
+		var buf [512]byte
+		if b, ok := appendTransferJSON(buf[:0], t); ok {
+			_, _ = c.w.Write(b)
+			return
+		}
+	}
 	_ = json.NewEncoder(c.w).Encode(v)
 }
 

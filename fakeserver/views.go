@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	confpay "github.com/confpay/confpay-go"
@@ -272,4 +273,114 @@ func (s *Server) pendingFor(n *network, owner *account) (*confpay.PendingList, e
 		l.Pending = append(l.Pending, v)
 	}
 	return l, nil
+}
+
+// ---- encoding ----
+
+// appendTransferJSON appends v as json.NewEncoder(...).Encode(v) writes it
+// (newline included), without reflection: the create answer is the hottest
+// answer the server renders. It reports false, having appended nothing,
+// when v holds something it does not write byte for byte as
+// encoding/json does (a string needing an escape, a time not in UTC or
+// outside years 0–9999); the caller then encodes v with encoding/json.
+// TestAppendTransferJSON holds it to encoding/json's bytes, and to the
+// fields of confpay.Transfer.
+func appendTransferJSON(b []byte, v *confpay.Transfer) ([]byte, bool) {
+	if !plainJSON(v.TransferID) || !plainJSON(string(v.Status)) || !plainJSON(v.From) || !plainJSON(v.To) ||
+		!plainJSON(v.Asset) || !plainJSON(v.TxHash) || !plainJSON(v.EncryptedNote) ||
+		!plainTime(v.CreatedAt) || (v.ConfirmedAt != nil && !plainTime(*v.ConfirmedAt)) ||
+		(v.FailedAt != nil && !plainTime(*v.FailedAt)) {
+		return b, false
+	}
+	for _, r := range v.NoteReaders {
+		if !plainJSON(r) {
+			return b, false
+		}
+	}
+	b = append(b, '{')
+	first := true
+	field := func(name string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+	}
+	str := func(name, s string) {
+		field(name)
+		b = append(b, '"')
+		b = append(b, s...)
+		b = append(b, '"')
+	}
+	tm := func(name string, t time.Time) {
+		field(name)
+		b = append(b, '"')
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	if v.TransferID != "" {
+		str("transfer_id", v.TransferID)
+	}
+	str("status", string(v.Status))
+	if v.From != "" {
+		str("from", v.From)
+	}
+	str("to", v.To)
+	if v.Asset != "" {
+		str("asset", v.Asset)
+	}
+	field("confidential")
+	b = strconv.AppendBool(b, v.Confidential)
+	if v.TxHash != "" {
+		str("tx_hash", v.TxHash)
+	}
+	if !v.CreatedAt.IsZero() {
+		tm("created_at", v.CreatedAt)
+	}
+	if v.ConfirmedAt != nil {
+		tm("confirmed_at", *v.ConfirmedAt)
+	}
+	if v.FailedAt != nil {
+		tm("failed_at", *v.FailedAt)
+	}
+	if v.EncryptedNote != "" {
+		str("encrypted_note", v.EncryptedNote)
+	}
+	if len(v.NoteReaders) > 0 {
+		field("note_readers")
+		b = append(b, '[')
+		for i, r := range v.NoteReaders {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, r...)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}', '\n'), true
+}
+
+// plainJSON reports whether encoding/json writes s as itself between
+// quotes: printable ASCII without '"', '\\' and the three characters it
+// escapes for HTML ('<', '>', '&').
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// plainTime reports whether t's JSON is its RFC 3339 form as AppendFormat
+// writes it: in UTC (no offset for encoding/json to check) and within the
+// years encoding/json accepts.
+func plainTime(t time.Time) bool {
+	y := t.Year()
+	return t.Location() == time.UTC && y >= 0 && y <= 9999
 }
