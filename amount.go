@@ -70,11 +70,14 @@ func parseDecimal(s string) (decimal, int, error) {
 		}
 	}
 	places := len(frac)
-	frac = strings.TrimRight(frac, "0")
-	if frac == "" {
+	trimmed := strings.TrimRight(frac, "0")
+	if trimmed == "" {
 		return decimal(intPart), places, nil
 	}
-	return decimal(intPart + "." + frac), places, nil
+	if len(trimmed) == len(frac) {
+		return decimal(s), places, nil // already in its canonical form
+	}
+	return decimal(intPart + "." + trimmed), places, nil
 }
 
 // units returns d scaled by 10^decimals as an integer, or an error when d has
@@ -86,6 +89,19 @@ func (d decimal) units(decimals int) (*big.Int, error) {
 	intPart, frac, _ := strings.Cut(string(d), ".")
 	if len(frac) > decimals {
 		return nil, errAmountPrecision
+	}
+	if decimals >= 0 && len(intPart)+decimals <= 19 { // fits a uint64: no digit string, no scan
+		var u uint64
+		for i := 0; i < len(intPart); i++ {
+			u = u*10 + uint64(intPart[i]-'0')
+		}
+		for i := 0; i < decimals; i++ {
+			u *= 10
+			if i < len(frac) {
+				u += uint64(frac[i] - '0')
+			}
+		}
+		return new(big.Int).SetUint64(u), nil
 	}
 	digits := intPart + frac + strings.Repeat("0", decimals-len(frac))
 	u, ok := new(big.Int).SetString(digits, 10)

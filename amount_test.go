@@ -375,3 +375,31 @@ func FuzzAmountArithmetic(f *testing.F) {
 		}
 	})
 }
+
+// TestAmountUnitsAcrossUint64 checks Units on both sides of its uint64
+// path (an integer part and decimals of 19 digits or fewer) against the
+// digits scaled by math/big.
+func TestAmountUnitsAcrossUint64(t *testing.T) {
+	for _, s := range []string{"0", "1", "0.000001", "9", "12.5", "1.000001", "999999999999.999999", "9999999999999.999999",
+		"18446744073709551615", "18446744073709551616", "9999999999999999999", "99999999999999999999", "0.9999999999999999999",
+		"1234567890123456789", "123456789.0123456789", "5.00", "100"} {
+		a, err := ParseAmount(s)
+		if err != nil {
+			t.Fatal(s, err)
+		}
+		for dec := 0; dec <= 21; dec++ {
+			intPart, frac, _ := strings.Cut(a.String(), ".")
+			u, err := a.Units(dec)
+			if len(frac) > dec {
+				if err == nil {
+					t.Errorf("%s.Units(%d) = %v, want an error", s, dec, u)
+				}
+				continue
+			}
+			want, _ := new(big.Int).SetString(intPart+frac+strings.Repeat("0", dec-len(frac)), 10)
+			if err != nil || u.Cmp(want) != 0 {
+				t.Errorf("%s.Units(%d) = %v, %v; want %v", s, dec, u, err, want)
+			}
+		}
+	}
+}
