@@ -63,7 +63,8 @@ type call struct {
 	status     int
 	code       confpay.ErrorCode
 	param      string
-	transferID string // the transfer a payment or approval answered
+	transferID string    // the transfer a payment or approval answered
+	created    *transfer // the transfer a payment created (its answer may be kept as it: idempotency.go)
 	replayed   bool
 	recorded   bool          // recordCall ran
 	arrived    time.Duration // clock.Mono when the call reached serve

@@ -65,8 +65,9 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		s.sawOutside(c) // kept once its record was in the commit order (below)
 		c.setHeader("Idempotent-Replayed", "true")
 		c.replayed = true
-		c.transferID = replayedTransfer(stored.Status, stored.Body)
-		s.writeRaw(c, stored.Status, stored.Body)
+		body := stored.Bytes()
+		c.transferID = replayedTransfer(stored.Status, body)
+		s.writeRaw(c, stored.Status, body)
 		return
 	}
 
@@ -130,6 +131,9 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 	if keepAnswer(status, errCode) {
 		a := idempotency.Answer{Status: status, Body: body}
 		rec := idempotency.RecordOf(e, a)
+		if src := keptCreateAnswer(c, status, v, err); src != nil {
+			a = idempotency.Answer{Status: status, Source: src} // the store keeps no copy of the body
+		}
 		settle(&rec, a)
 	} else {
 		settle(nil, idempotency.Answer{})
@@ -177,4 +181,33 @@ func keepAnswer(status int, code confpay.ErrorCode) bool {
 		return false
 	}
 	return true
+}
+
+// createAnswer is the kept answer of a created transfer (201): the store
+// keeps the transfer, not the 224 bytes of its answer, and a replay
+// renders them again. What the answer shows of a transfer (createView) is
+// fixed when it is created, its status aside, which the answer gives as
+// pending: so AnswerBody reads no field that changes later and needs no
+// lock, and renders the first answer's bytes (TestReplayAfterConfirm).
+type createAnswer struct{ t *transfer }
+
+// AnswerBody renders the create answer as render did the first time.
+func (a createAnswer) AnswerBody() []byte {
+	v := createView(a.t, confpay.StatusPending)
+	_, b := render(http.StatusCreated, v)
+	return b
+}
+
+// keptCreateAnswer is the Source to keep for the answer of c when it is
+// the create answer of c.created as createAnswer renders it again; else
+// nil (the body is kept).
+func keptCreateAnswer(c *call, status int, v any, err error) idempotency.Source {
+	t := c.created
+	if err != nil || status != http.StatusCreated || t == nil {
+		return nil
+	}
+	if tv, ok := v.(*confpay.Transfer); !ok || tv.Status != confpay.StatusPending || tv.TransferID != t.id {
+		return nil
+	}
+	return createAnswer{t}
 }

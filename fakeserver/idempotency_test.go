@@ -1,7 +1,9 @@
 package fakeserver_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -325,4 +327,41 @@ func TestIdempotencyStoreIsBounded(t *testing.T) {
 	if a := pay(alice.test(), "k3", "@bob"); a.status != 201 {
 		t.Fatalf("once the oldest expired: %d %s", a.status, a.body)
 	}
+}
+
+// TestReplayAfterConfirm: a create's kept answer replays byte for byte
+// after the transfer has moved on (confirmed), and after a restart from
+// the data directory; the store keeps the transfer, not the bytes
+// (createAnswer), and renders them again.
+func TestReplayAfterConfirm(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	srv.AddFunds(t, "@alice", "USDG", "100")
+	body := `{"to":"@bob","amount":"7","memo":"for <b> & \"c\""}`
+	first := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+	if first.status != 201 || !strings.Contains(string(first.body), `"status":"pending"`) {
+		t.Fatalf("create: %d %s", first.status, first.body)
+	}
+	srv.Advance(time.Hour)
+	var tr confpay.Transfer
+	if err := json.Unmarshal(first.body, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawCall(t, srv, "GET", "/v1/transfers/"+tr.TransferID, alice.test(), ""); !strings.Contains(string(got.body), `"status":"confirmed"`) {
+		t.Fatalf("not confirmed after an hour: %s", got.body)
+	}
+	check := func(when string, srv *fakeserver.Server) {
+		t.Helper()
+		again := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k1")
+		if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+			t.Fatalf("%s: replay %d %q\n%s\nfirst answer\n%s", when, again.status, again.header.Get("Idempotent-Replayed"), again.body, first.body)
+		}
+	}
+	check("after the confirmation", srv)
+	srv.Close()
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	check("after a restart", srv2)
 }

@@ -92,7 +92,8 @@ func (s *Server) pay(c *call, p *payment, failAtConfirm bool) (int, any, error) 
 		t.failAtConfirm = true
 	}
 	s.markTransfer(n, t) // after its spend window entry and fault
-	return http.StatusCreated, createView(t), nil
+	c.created = t
+	return http.StatusCreated, createView(t, t.status.wire()), nil
 }
 
 // approve is the owner's approval of held payment id, by key k. It re-checks

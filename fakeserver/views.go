@@ -95,11 +95,12 @@ func transferViewLocked(t *transfer) *confpay.Transfer {
 	return v
 }
 
-// createView is the create answer: the spec's fields plus asset.
-func createView(t *transfer) *confpay.Transfer {
+// createView is the create answer: the spec's fields plus asset, with
+// status (the transfer's when created; createAnswer renders it again).
+func createView(t *transfer, status confpay.TransferStatus) *confpay.Transfer {
 	return &confpay.Transfer{
 		TransferID:   t.id,
-		Status:       t.status.wire(),
+		Status:       status,
 		To:           t.toText,
 		Asset:        t.asset,
 		Confidential: t.confidential,
