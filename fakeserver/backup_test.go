@@ -182,3 +182,35 @@ func TestBackupWhileKeyedRequestRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupManyEvents: a copy whose webhook state spans several of the
+// snapshot's records (more than 512 events and kept answers) starts a
+// server with the same state, each event and kept answer once.
+func TestBackupManyEvents(t *testing.T) {
+	srv := fakeserver.New(t, fakeserver.WithDataDir(t.TempDir()), fakeserver.WithDataDirNoSync())
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "1000")
+	h := srv.Handler()
+	const n = 600 // 1,200 events, 600 kept answers
+	for i := range n {
+		if a := serve(h, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`, "Idempotency-Key", fmt.Sprint("k", i), "User-Agent", fakeserver.BulkUserAgent); a.status != 201 {
+			t.Fatalf("status %d %s", a.status, a.body)
+		}
+	}
+	restored := restoreFrom(t, srv.Backup())
+	want := srv.Snapshot()
+	if want.Networks[confpay.NetworkTest].Events < 2*n {
+		t.Fatalf("%d events, want at least %d", want.Networks[confpay.NetworkTest].Events, 2*n)
+	}
+	if diff := cmp.Diff(want, restored.Snapshot(), restartOptions); diff != "" {
+		t.Fatalf("state started from the copy (-server +copy):\n%s", diff)
+	}
+	if got, want := fakeserver.IdempotencyKeys(restored), fakeserver.IdempotencyKeys(srv); got != want {
+		t.Errorf("the copy holds %d Idempotency-Keys, the server %d", got, want)
+	}
+	first := serve(restored.Handler(), "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"0.01"}`, "Idempotency-Key", "k0")
+	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the first key on the copy: %d replayed=%q", first.status, first.header.Get("Idempotent-Replayed"))
+	}
+}
