@@ -84,30 +84,36 @@ type storedPayload []byte
 // Build returns the stored bytes (hooks.Payload).
 func (p storedPayload) Build(string, string, time.Time) []byte { return p }
 
-// encodePayload is how a payload is stored (hooks.TakeChanges, Dump).
+// encodePayload is how a payload is stored (hooks.Dump; the journal's
+// hot path appends it to a reused buffer, payloadArena).
 func encodePayload(p hooks.Payload) []byte {
-	b := cryptobyte.NewBuilder(make([]byte, 0, 64))
+	w := wbuf{b: make([]byte, 0, 64)}
+	appendPayload(&w, p)
+	return w.done()
+}
+
+// appendPayload appends payload p as stored to w.
+func appendPayload(w *wbuf, p hooks.Payload) {
 	switch p := p.(type) {
 	case *sentPayload:
 		t := (*transfer)(p)
-		b.AddUint8(payloadSent)
-		putStr(b, t.id)
-		putStr(b, t.from.id)
+		w.u8(payloadSent)
+		w.str(t.id)
+		w.str(t.from.id)
 	case *receivedPayload:
 		t := (*transfer)(p)
-		b.AddUint8(payloadReceived)
-		putStr(b, t.id)
-		putStr(b, t.to.id)
+		w.u8(payloadReceived)
+		w.str(t.id)
+		w.str(t.to.id)
 	case fixedPayload:
-		b.AddUint8(payloadBody)
-		b.AddBytes(marshalPayload(p.v))
+		w.u8(payloadBody)
+		w.b = append(w.b, marshalPayload(p.v)...)
 	case storedPayload:
-		b.AddUint8(payloadBody)
-		b.AddBytes(p)
+		w.u8(payloadBody)
+		w.b = append(w.b, p...)
 	default:
 		panic(fmt.Sprintf("confpay-fakeserver: an event payload of type %T cannot be stored", p))
 	}
-	return b.BytesOrPanic()
 }
 
 // decodePayloadLocked turns a stored payload back into one (s.mu held,
@@ -258,7 +264,7 @@ func (s *Server) queueLocked(p []byte) (mark, bool) {
 		return mark{}, false
 	}
 	t := s.q.issued.Add(1)
-	s.q.items = append(s.q.items, queued{p: p, ticket: t})
+	s.q.items = append(s.q.items, queued{p: slices.Clone(p), ticket: t}) // p is the record scratch
 	if s.testHook != nil {
 		s.testHook("held")
 	}
@@ -317,8 +323,8 @@ func (s *Server) closeSlot(c *call, e *idempotency.Entry, rec *idempotency.Recor
 	s.mu.Mutex.Lock()
 	m := s.flushLocked(nil)
 	if rec != nil && s.idempotent.Live(e) { // Reset drops keys under s.mu
-		b := s.batchHeadLocked()
-		b.Idem = []idempotency.Record{*rec}
+		b := s.batchLocked()
+		b.Idem = append(b.Idem, *rec)
 		s.q.keeping.Add(1) // until keptSlot; before appendLocked, which may rewrite
 		sl.keeping = true
 		m = m.max(s.appendLocked(b, nil))
