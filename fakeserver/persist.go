@@ -591,17 +591,18 @@ func (s *Server) headLocked(b *batch) {
 // appendLocked appends record b to the journal, or queues it behind an
 // entered slot; slot enter, when not nil, enters first, so that b is held
 // behind it. b is encoded into the record scratch, which the journal
-// copies (Append) or the queue clones.
+// copies (Append), or, held, into a buffer of the queue's.
 func (s *Server) appendLocked(b *batch, enter *slot) mark {
+	s.enterLocked(enter)
+	if len(s.q.items) > 0 {
+		w := wbuf{b: s.q.buffer()}
+		b.appendTo(&w)
+		return s.queueLocked(w.done())
+	}
 	w := &s.rec.w
 	w.b, w.err = w.b[:0], nil
 	b.appendTo(w)
-	p := w.done()
-	s.enterLocked(enter)
-	if m, held := s.queueLocked(p); held {
-		return m
-	}
-	m := mark{seq: s.jr.Append(p)}
+	m := mark{seq: s.jr.Append(w.done())}
 	s.rewriteLocked()
 	return m
 }

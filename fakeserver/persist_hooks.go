@@ -2,7 +2,6 @@ package fakeserver
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,6 +244,10 @@ type queued struct {
 type commitQueue struct {
 	items  []queued
 	issued atomic.Uint64 // the last ticket issued
+	// group and free (s.mu) are drainLocked's list of records to append
+	// and the held records' buffers to reuse.
+	group [][]byte
+	free  [][]byte
 
 	// keeping counts the answers appended (closeSlot) and not yet kept
 	// in the store: a snapshot taken meanwhile would miss them
@@ -257,18 +260,38 @@ type commitQueue struct {
 	doneSeq uint64 // the journal record that appended them
 }
 
-// queueLocked queues p behind an entered slot, or returns false when the
-// queue is empty (the caller appends it).
-func (s *Server) queueLocked(p []byte) (mark, bool) {
-	if len(s.q.items) == 0 {
-		return mark{}, false
-	}
+// queueLocked queues p, a buffer from buffer, behind the entered slot
+// in the queue (s.mu held, the queue not empty).
+func (s *Server) queueLocked(p []byte) mark {
 	t := s.q.issued.Add(1)
-	s.q.items = append(s.q.items, queued{p: slices.Clone(p), ticket: t}) // p is the record scratch
+	s.q.items = append(s.q.items, queued{p: p, ticket: t})
 	if s.testHook != nil {
 		s.testHook("held")
 	}
-	return mark{ticket: t}, true
+	return mark{ticket: t}
+}
+
+// buffer is a buffer for a record to hold: one a drained record gave back,
+// or a new one (s.mu held).
+func (q *commitQueue) buffer() []byte {
+	if n := len(q.free); n > 0 {
+		p := q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+		return p
+	}
+	return make([]byte, 0, 2048)
+}
+
+// release gives back the buffers of records now appended (s.mu held);
+// it keeps a bounded number of them, none large.
+func (q *commitQueue) release(ps [][]byte) {
+	for i, p := range ps {
+		if len(q.free) < 256 && cap(p) <= 64<<10 {
+			q.free = append(q.free, p[:0])
+		}
+		ps[i] = nil
+	}
 }
 
 // openSlot starts call c, a request under an Idempotency-Key, in the
@@ -349,7 +372,7 @@ func (s *Server) keptSlot(c *call) {
 // drainLocked appends the held records up to the first slot still open
 // as one journal record.
 func (s *Server) drainLocked() {
-	var group [][]byte
+	group := s.q.group[:0]
 	var last uint64
 	i := 0
 	for ; i < len(s.q.items); i++ {
@@ -363,20 +386,18 @@ func (s *Server) drainLocked() {
 		group = append(group, it.p)
 		last = it.ticket
 	}
-	clear(s.q.items[:i])
-	s.q.items = s.q.items[i:]
-	if len(s.q.items) == 0 {
-		s.q.items = nil
-	}
+	// The rest moves to the front: the queue keeps its array.
+	n := copy(s.q.items, s.q.items[i:])
+	clear(s.q.items[n:])
+	s.q.items = s.q.items[:n]
+	s.q.group = group
 	if len(group) == 0 {
 		return
 	}
-	// A group is its records one after the other (persist_codec.go).
-	p := group[0]
-	if len(group) > 1 {
-		p = slices.Concat(group...)
-	}
-	seq := s.jr.Append(p)
+	// A group is its records one after the other (persist_codec.go),
+	// appended as one record.
+	seq := s.jr.AppendParts(group)
+	s.q.release(group)
 	s.q.mu.Lock()
 	s.q.done, s.q.doneSeq = last, seq
 	s.q.cond.Broadcast()
