@@ -142,7 +142,7 @@ func (h *Hooks) TakeChangesInto(c *Changes, enc func(Payload) []byte) {
 	c.Subs, c.Events, c.Deliveries = c.Subs[:0], c.Events[:0], c.Deliveries[:0]
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.chg == nil {
+	if h.chg == nil || len(h.chg.subs)+len(h.chg.events)+len(h.chg.deliveries) == 0 {
 		return
 	}
 	for sub, net := range h.chg.subs {
