@@ -2,10 +2,7 @@ package fakeserver
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"math/big"
-	"strconv"
 	"time"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -25,7 +22,8 @@ import (
 // then the value.
 //
 // Adding a kind of item: a constant below, an encode function (called
-// from batch.encode) and a decode function (in itemDecoders).
+// from batch.appendTo) and a decode function (in itemDecoders). Records
+// are written with wbuf (appends, no builder) and read with cryptobyte.
 
 // Item kinds. A kind is never reused for another meaning.
 const (
@@ -208,27 +206,6 @@ func (w *wbuf) strs(ss []string) {
 	for _, s := range ss {
 		w.str(s)
 	}
-}
-
-// units is u in decimal, as a string field (what str(u.String())
-// writes), without the string.
-func (w *wbuf) units(u *big.Int) {
-	st := len(w.b) + 3
-	w.b = append(w.b, 0, 0, 0)
-	if u.IsUint64() {
-		w.b = strconv.AppendUint(w.b, u.Uint64(), 10)
-	} else {
-		w.b = u.Append(w.b, 10)
-	}
-	n := len(w.b) - st // at most 78 digits (ledger.MaxUnits)
-	w.b[st-3], w.b[st-2], w.b[st-1] = byte(n>>16), byte(n>>8), byte(n)
-}
-
-// hash is h as hashHex writes it, as a string field.
-func (w *wbuf) hash(h *[32]byte) {
-	w.u24(2 + 2*len(h))
-	w.b = append(w.b, '0', 'x')
-	w.b = hex.AppendEncode(w.b, h[:])
 }
 
 func (w *wbuf) time(t time.Time) {
