@@ -34,6 +34,7 @@ type account struct {
 	handle    string // as registered: "@alice" or "@alice/bot"
 	typ       confpay.AccountType
 	address   common.Address
+	addrHex   string // address.Hex(), set by addAccountLocked (a checksum costs a Keccak hash)
 	kyc       confpay.KYCStatus
 	createdAt time.Time
 	seq       uint64 // creation order, server-wide
@@ -308,7 +309,8 @@ func (s *Server) addAccountLocked(a *account) {
 	a.seq = s.accountSeq
 	s.accounts[a.id] = a
 	s.byHandle[strings.ToLower(a.handle)] = a
-	s.byAddr[strings.ToLower(a.address.Hex())] = a
+	a.addrHex = a.address.Hex()
+	s.byAddr[strings.ToLower(a.addrHex)] = a
 	s.markAccount(a)
 }
 

@@ -171,6 +171,17 @@ type policyKey struct {
 	agent string
 }
 
+// clear empties d for the next section, keeping its maps: a section
+// that marks something would otherwise make them anew.
+func (d *dirtySet) clear() {
+	*d = dirtySet{accounts: d.accounts, keys: d.keys, transfers: d.transfers, held: d.held, policies: d.policies}
+	clear(d.accounts)
+	clear(d.keys)
+	clear(d.transfers)
+	clear(d.held)
+	clear(d.policies)
+}
+
 func (s *Server) markAccount(a *account) {
 	if s.jr == nil {
 		return
@@ -362,7 +373,7 @@ type heldRec struct {
 }
 
 func accountRecOf(a *account) accountRec {
-	r := accountRec{ID: a.id, Handle: a.handle, Type: a.typ, Address: a.address.Hex(), KYC: a.kyc, CreatedAt: a.createdAt,
+	r := accountRec{ID: a.id, Handle: a.handle, Type: a.typ, Address: a.addressHex(), KYC: a.kyc, CreatedAt: a.createdAt,
 		Seq: a.seq, Domains: a.domains, AgentName: a.agentName, Status: a.agentStatus}
 	if a.encKey != nil {
 		r.EncKey = a.encKey.Hex()
@@ -399,8 +410,26 @@ func keyRecOf(k *apiKey) keyRec {
 		LastUsed: k.lastUsedAt, Revoked: k.revokedAt, Requests: k.requestCount, USDGMoved: k.usdgMoved.String(), Seq: k.seq}
 }
 
+// addressHex is a.address.Hex(), kept on the account since it was
+// indexed.
+func (a *account) addressHex() string {
+	if a.addrHex == "" {
+		return a.address.Hex()
+	}
+	return a.addrHex
+}
+
+// addressHex is addr.Hex(), taken from account a (which may be nil) when
+// addr is a's address.
+func addressHex(a *account, addr common.Address) string {
+	if a != nil && a.address == addr {
+		return a.addressHex()
+	}
+	return addr.Hex()
+}
+
 func (s *Server) transferRecLocked(n *network, t *transfer) transferRec {
-	r := transferRec{Network: n.name, ID: t.id, From: t.from.id, ToAddr: t.toAddr.Hex(), ToText: t.toText, Asset: t.asset,
+	r := transferRec{Network: n.name, ID: t.id, From: t.from.id, ToAddr: addressHex(t.to, t.toAddr), ToText: t.toText, Asset: t.asset,
 		Units: t.units.String(), Confidential: t.confidential, Memo: t.memo, Status: t.status.wire(), TxHash: hashHex(t.txHash),
 		CreatedAt: t.createdAt, ConfirmedAt: t.confirmedAt(), FailedAt: t.failedAt(), FailAtConfirm: t.failAtConfirm, Note: t.note}
 	if t.to != nil {
@@ -445,6 +474,30 @@ func heldRecOf(n *network, h *heldTx) heldRec {
 	return r
 }
 
+// recScratch is the journal record being made, kept from record to
+// record so that making one allocates little (guarded by s.mu): the
+// batch and its lists, the webhook changes, the ledger rows, the event
+// payloads and the encoded bytes.
+type recScratch struct {
+	b        batch
+	hooks    hooks.Changes
+	rows     []ledger.Row
+	w        wbuf
+	payloads wbuf
+	payEnc   func(hooks.Payload) []byte // appends to payloads
+}
+
+// batchLocked is the record scratch's batch, emptied, with the head set
+// (s.mu held).
+func (s *Server) batchLocked() *batch {
+	r := &s.rec
+	b := &r.b
+	*b = batch{Accounts: b.Accounts[:0], Keys: b.Keys[:0], Books: b.Books[:0], Transfers: b.Transfers[:0], Held: b.Held[:0],
+		Policies: b.Policies[:0], Idem: b.Idem[:0], HeldSeq: b.HeldSeq}
+	s.headLocked(b)
+	return b
+}
+
 // flushLocked turns the marks into one journal record and returns where
 // it stands (zero when nothing changed). A record puts slot enter, when
 // not nil, in the commit order first (appendLocked).
@@ -459,18 +512,26 @@ func (s *Server) flushLocked(enter *slot) mark {
 		}
 	}
 	d := &s.dirty
-	var hc hooks.Changes
-	if !d.reset {
-		hc = s.hooks.TakeChanges(encodePayload)
-	} else {
-		s.hooks.TakeChanges(encodePayload) // the reset says it all
+	r := &s.rec
+	if r.payEnc == nil {
+		r.payEnc = func(p hooks.Payload) []byte {
+			st := len(r.payloads.b)
+			appendPayload(&r.payloads, p)
+			return r.payloads.b[st:len(r.payloads.b):len(r.payloads.b)]
+		}
+	}
+	r.payloads.b = r.payloads.b[:0] // the last record's payloads are encoded
+	hc := &r.hooks
+	s.hooks.TakeChangesInto(hc, r.payEnc)
+	if d.reset {
+		*hc = hooks.Changes{Subs: hc.Subs[:0], Events: hc.Events[:0], Deliveries: hc.Deliveries[:0]} // the reset says it all
 	}
 	if !d.any && hc.Empty() {
 		return mark{}
 	}
-	b := s.batchHeadLocked()
+	b := s.batchLocked()
 	if !hc.Empty() {
-		b.Hooks = &hc
+		b.Hooks = hc
 	}
 	b.Reset = d.reset
 	for a := range d.accounts {
@@ -483,9 +544,12 @@ func (s *Server) flushLocked(enter *slot) mark {
 			b.Keys = append(b.Keys, keyRecOf(k))
 		}
 	}
+	r.rows = r.rows[:0]
 	for i, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		for _, id := range touched[i] {
-			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: s.nets[name].ledger.Rows(id)})
+			st := len(r.rows)
+			r.rows = s.nets[name].ledger.AppendRows(r.rows, id)
+			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: r.rows[st:len(r.rows):len(r.rows)]})
 		}
 	}
 	for t, n := range d.transfers {
@@ -502,28 +566,43 @@ func (s *Server) flushLocked(enter *slot) mark {
 	if d.reset || d.assets {
 		b.Assets = s.assets.list()
 	}
-	*d = dirtySet{}
+	d.clear()
 	return s.appendLocked(b, enter)
 }
 
+// batchHeadLocked is a new batch with the head set (s.mu held).
 func (s *Server) batchHeadLocked() *batch {
-	b := &batch{Now: s.clock.Now(), Seq: [3]uint64{s.transferSeq, s.accountSeq, s.keySeq}, HeldSeq: map[string]int{}}
+	b := &batch{}
+	s.headLocked(b)
+	return b
+}
+
+// headLocked sets b's clock and sequences (s.mu held).
+func (s *Server) headLocked(b *batch) {
+	b.Now, b.Seq = s.clock.Now(), [3]uint64{s.transferSeq, s.accountSeq, s.keySeq}
+	if b.HeldSeq == nil {
+		b.HeldSeq = make(map[string]int, len(s.nets))
+	}
 	for name, n := range s.nets {
 		b.HeldSeq[string(name)] = n.held.seq
 	}
-	return b
 }
 
 // appendLocked appends record b to the journal, or queues it behind an
 // entered slot; slot enter, when not nil, enters first, so that b is held
-// behind it.
+// behind it. b is encoded into the record scratch, which the journal
+// copies (Append), or, held, into a buffer of the queue's.
 func (s *Server) appendLocked(b *batch, enter *slot) mark {
-	p := b.encode()
 	s.enterLocked(enter)
-	if m, held := s.queueLocked(p); held {
-		return m
+	if len(s.q.items) > 0 {
+		w := wbuf{b: s.q.buffer()}
+		b.appendTo(&w)
+		return s.queueLocked(w.done())
 	}
-	m := mark{seq: s.jr.Append(p)}
+	w := &s.rec.w
+	w.b, w.err = w.b[:0], nil
+	b.appendTo(w)
+	m := mark{seq: s.jr.Append(w.done())}
 	s.rewriteLocked()
 	return m
 }

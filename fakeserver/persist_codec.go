@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // then the value.
 //
 // Adding a kind of item: a constant below, an encode function (called
-// from batch.encode) and a decode function (in itemDecoders).
+// from batch.appendTo) and a decode function (in itemDecoders). Records
+// are written with wbuf (appends, no builder) and read with cryptobyte.
 
 // Item kinds. A kind is never reused for another meaning.
 const (
@@ -57,10 +59,20 @@ var itemDecoders = [...]func(*dec, *loaded) error{
 
 // encode is b as one record.
 func (b *batch) encode() []byte {
-	w := cryptobyte.NewBuilder(make([]byte, 0, 512))
-	item(w, itemHead, func(c *cryptobyte.Builder) { encHead(c, b) })
+	w := wbuf{b: make([]byte, 0, 512)}
+	b.appendTo(&w)
+	return w.done()
+}
+
+// appendTo appends b, as one record, to w.
+func (b *batch) appendTo(w *wbuf) {
+	st := w.open(itemHead)
+	encHead(w, b)
+	w.close(st)
 	if b.Assets != nil {
-		item(w, itemAssets, func(c *cryptobyte.Builder) { encAssets(c, b.Assets) })
+		st := w.open(itemAssets)
+		encAssets(w, b.Assets)
+		w.close(st)
 	}
 	items(w, itemAccount, b.Accounts, encAccount)
 	items(w, itemKey, b.Keys, encKey)
@@ -74,11 +86,6 @@ func (b *batch) encode() []byte {
 		items(w, itemDelivery, b.Hooks.Deliveries, encDelivery)
 	}
 	items(w, itemIdem, b.Idem, encIdem)
-	p, err := w.Bytes()
-	if err != nil {
-		panic("confpay-fakeserver: cannot encode a journal record: " + err.Error())
-	}
-	return p
 }
 
 // decodeRecord replays one record (or a group of them) into l.
@@ -104,64 +111,112 @@ func decodeRecord(p []byte, l *loaded) error {
 	return nil
 }
 
-func item(w *cryptobyte.Builder, kind uint8, f cryptobyte.BuilderContinuation) {
-	w.AddUint8(kind)
-	w.AddUint24LengthPrefixed(f)
+// item appends one item of kind, r encoded by enc.
+func item[T any](w *wbuf, kind uint8, r *T, enc func(*wbuf, *T)) {
+	st := w.open(kind)
+	enc(w, r)
+	w.close(st)
 }
 
-func items[T any](w *cryptobyte.Builder, kind uint8, rs []T, enc func(*cryptobyte.Builder, *T)) {
+func items[T any](w *wbuf, kind uint8, rs []T, enc func(*wbuf, *T)) {
 	for i := range rs {
-		item(w, kind, func(c *cryptobyte.Builder) { enc(c, &rs[i]) })
+		item(w, kind, &rs[i], enc)
 	}
 }
 
 // ---- field helpers ----
 
-func putStr(b *cryptobyte.Builder, s string) {
-	if len(s) >= 1<<24 {
-		b.SetError(fmt.Errorf("a string of %d bytes is too long", len(s)))
-		return
-	}
-	b.AddUint24(uint32(len(s)))
-	b.AddBytes([]byte(s))
+// wbuf is records being encoded, appended to one buffer (which the
+// journal's hot path reuses from record to record): the same bytes
+// cryptobyte's Builder wrote, without a builder, closure or copy per
+// item. The first failure (a field or an item too long for its 24-bit
+// length) is kept in err.
+type wbuf struct {
+	b   []byte
+	err error
 }
 
-func putBytes(b *cryptobyte.Builder, p []byte) {
-	if len(p) >= 1<<24 {
-		b.SetError(fmt.Errorf("%d bytes are too long", len(p)))
-		return
-	}
-	b.AddUint24(uint32(len(p)))
-	b.AddBytes(p)
-}
-
-func putStrs(b *cryptobyte.Builder, ss []string) {
-	b.AddUint32(uint32(len(ss)))
-	for _, s := range ss {
-		putStr(b, s)
+func (w *wbuf) fail(err error) {
+	if w.err == nil {
+		w.err = err
 	}
 }
 
-func putU64(b *cryptobyte.Builder, v uint64) { b.AddUint64(v) }
-func putI64(b *cryptobyte.Builder, v int64)  { b.AddUint64(uint64(v)) }
+// done is the bytes encoded; a failure panics (the record cannot be
+// written, and the server must not answer as if it were).
+func (w *wbuf) done() []byte {
+	if w.err != nil {
+		panic("confpay-fakeserver: cannot encode a journal record: " + w.err.Error())
+	}
+	return w.b
+}
 
-func putBool(b *cryptobyte.Builder, v bool) {
+func (w *wbuf) u8(v uint8)   { w.b = append(w.b, v) }
+func (w *wbuf) u24(v int)    { w.b = append(w.b, byte(v>>16), byte(v>>8), byte(v)) }
+func (w *wbuf) u32(v uint32) { w.b = binary.BigEndian.AppendUint32(w.b, v) }
+func (w *wbuf) u64(v uint64) { w.b = binary.BigEndian.AppendUint64(w.b, v) }
+func (w *wbuf) i64(v int64)  { w.u64(uint64(v)) }
+
+func (w *wbuf) bool(v bool) {
 	if v {
-		b.AddUint8(1)
+		w.u8(1)
 	} else {
-		b.AddUint8(0)
+		w.u8(0)
 	}
 }
 
-func putTime(b *cryptobyte.Builder, t time.Time) {
-	b.AddUint64(uint64(t.Unix()))
-	b.AddUint32(uint32(t.Nanosecond()))
+// open starts an item of kind (its body follows) and returns where the
+// body starts, for close.
+func (w *wbuf) open(kind uint8) int {
+	w.b = append(w.b, kind, 0, 0, 0)
+	return len(w.b)
 }
 
-func putPTime(b *cryptobyte.Builder, t *time.Time) {
-	putBool(b, t != nil)
+// close ends the item whose body started at st: it writes the body's
+// length in front of it.
+func (w *wbuf) close(st int) {
+	n := len(w.b) - st
+	if n >= 1<<24 {
+		w.fail(fmt.Errorf("an item of %d bytes is too long", n))
+		return
+	}
+	w.b[st-3], w.b[st-2], w.b[st-1] = byte(n>>16), byte(n>>8), byte(n)
+}
+
+func (w *wbuf) str(s string) {
+	if len(s) >= 1<<24 {
+		w.fail(fmt.Errorf("a string of %d bytes is too long", len(s)))
+		return
+	}
+	w.u24(len(s))
+	w.b = append(w.b, s...)
+}
+
+func (w *wbuf) bytes(p []byte) {
+	if len(p) >= 1<<24 {
+		w.fail(fmt.Errorf("%d bytes are too long", len(p)))
+		return
+	}
+	w.u24(len(p))
+	w.b = append(w.b, p...)
+}
+
+func (w *wbuf) strs(ss []string) {
+	w.u32(uint32(len(ss)))
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+func (w *wbuf) time(t time.Time) {
+	w.u64(uint64(t.Unix()))
+	w.u32(uint32(t.Nanosecond()))
+}
+
+func (w *wbuf) ptime(t *time.Time) {
+	w.bool(t != nil)
 	if t != nil {
-		putTime(b, *t)
+		w.time(*t)
 	}
 }
 
@@ -295,17 +350,17 @@ func (d *dec) hash() (h [32]byte) {
 
 // ---- items ----
 
-func encHead(b *cryptobyte.Builder, r *batch) {
-	putBool(b, r.Reset)
-	putTime(b, r.Now)
+func encHead(w *wbuf, r *batch) {
+	w.bool(r.Reset)
+	w.time(r.Now)
 	for _, v := range r.Seq {
-		putU64(b, v)
+		w.u64(v)
 	}
-	b.AddUint8(uint8(len(r.HeldSeq)))
+	w.u8(uint8(len(r.HeldSeq)))
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		if v, ok := r.HeldSeq[string(name)]; ok {
-			putStr(b, string(name))
-			putI64(b, int64(v))
+			w.str(string(name))
+			w.i64(int64(v))
 		}
 	}
 }
@@ -331,12 +386,12 @@ func decHead(d *dec, l *loaded) error {
 	return nil
 }
 
-func encAssets(b *cryptobyte.Builder, as []Asset) {
-	b.AddUint32(uint32(len(as)))
+func encAssets(w *wbuf, as []Asset) {
+	w.u32(uint32(len(as)))
 	for _, a := range as {
-		putStr(b, a.Code)
-		putI64(b, int64(a.Decimals))
-		putStr(b, a.USDGRate.String())
+		w.str(a.Code)
+		w.i64(int64(a.Decimals))
+		w.str(a.USDGRate.String())
 	}
 }
 
@@ -358,20 +413,20 @@ func decAssets(d *dec, l *loaded) error {
 	return nil
 }
 
-func encAccount(b *cryptobyte.Builder, r *accountRec) {
-	putStr(b, r.ID)
-	putStr(b, r.Handle)
-	putStr(b, string(r.Type))
-	putStr(b, r.Address)
-	putStr(b, string(r.KYC))
-	putTime(b, r.CreatedAt)
-	putU64(b, r.Seq)
-	putStr(b, r.EncKey)
-	putStrs(b, r.Domains)
-	putStr(b, r.Owner)
-	putStr(b, r.AgentName)
-	putStr(b, string(r.Status))
-	putStr(b, r.PolicyID)
+func encAccount(w *wbuf, r *accountRec) {
+	w.str(r.ID)
+	w.str(r.Handle)
+	w.str(string(r.Type))
+	w.str(r.Address)
+	w.str(string(r.KYC))
+	w.time(r.CreatedAt)
+	w.u64(r.Seq)
+	w.str(r.EncKey)
+	w.strs(r.Domains)
+	w.str(r.Owner)
+	w.str(r.AgentName)
+	w.str(string(r.Status))
+	w.str(r.PolicyID)
 }
 
 func decAccount(d *dec, l *loaded) error {
@@ -382,18 +437,18 @@ func decAccount(d *dec, l *loaded) error {
 	return nil
 }
 
-func encKey(b *cryptobyte.Builder, r *keyRec) {
-	putStr(b, r.ID)
-	putStr(b, r.Name)
-	putStr(b, string(r.Network))
-	putStr(b, r.Acct)
-	b.AddBytes(r.Hash[:])
-	putTime(b, r.CreatedAt)
-	putPTime(b, r.LastUsed)
-	putPTime(b, r.Revoked)
-	putI64(b, r.Requests)
-	putStr(b, r.USDGMoved)
-	putU64(b, r.Seq)
+func encKey(w *wbuf, r *keyRec) {
+	w.str(r.ID)
+	w.str(r.Name)
+	w.str(string(r.Network))
+	w.str(r.Acct)
+	w.b = append(w.b, r.Hash[:]...)
+	w.time(r.CreatedAt)
+	w.ptime(r.LastUsed)
+	w.ptime(r.Revoked)
+	w.i64(r.Requests)
+	w.str(r.USDGMoved)
+	w.u64(r.Seq)
 }
 
 func decKey(d *dec, l *loaded) error {
@@ -403,17 +458,17 @@ func decKey(d *dec, l *loaded) error {
 	return nil
 }
 
-func encPolicy(b *cryptobyte.Builder, r *policyRec) {
-	putStr(b, string(r.Network))
-	putStr(b, r.Agent)
-	putStr(b, r.ID)
-	putTime(b, r.UpdatedAt)
-	putI64(b, r.Daily)
-	putI64(b, r.PerTx)
-	putStrs(b, r.Recipients)
-	putStrs(b, r.Assets)
-	putStr(b, r.Hours)
-	putI64(b, r.Threshold)
+func encPolicy(w *wbuf, r *policyRec) {
+	w.str(string(r.Network))
+	w.str(r.Agent)
+	w.str(r.ID)
+	w.time(r.UpdatedAt)
+	w.i64(r.Daily)
+	w.i64(r.PerTx)
+	w.strs(r.Recipients)
+	w.strs(r.Assets)
+	w.str(r.Hours)
+	w.i64(r.Threshold)
 }
 
 func decPolicy(d *dec, l *loaded) error {
@@ -426,17 +481,17 @@ func decPolicy(d *dec, l *loaded) error {
 	return nil
 }
 
-func encBook(b *cryptobyte.Builder, r *bookRec) {
-	putStr(b, string(r.Network))
-	putStr(b, r.Acct)
-	b.AddUint32(uint32(len(r.Rows)))
+func encBook(w *wbuf, r *bookRec) {
+	w.str(string(r.Network))
+	w.str(r.Acct)
+	w.u32(uint32(len(r.Rows)))
 	for _, row := range r.Rows {
-		putStr(b, row.Asset)
-		putStr(b, row.Units)
-		putStr(b, row.Reserved)
-		putU64(b, row.Version)
-		putBytes(b, row.CT)
-		putU64(b, row.CTVersion)
+		w.str(row.Asset)
+		w.str(row.Units)
+		w.str(row.Reserved)
+		w.u64(row.Version)
+		w.bytes(row.CT)
+		w.u64(row.CTVersion)
 	}
 }
 
@@ -461,29 +516,29 @@ func decBook(d *dec, l *loaded) error {
 	return nil
 }
 
-func encTransfer(b *cryptobyte.Builder, r *transferRec) {
-	putStr(b, string(r.Network))
-	putStr(b, r.ID)
-	putStr(b, r.From)
-	putStr(b, r.To)
-	putStr(b, r.ToAddr)
-	putStr(b, r.ToText)
-	putStr(b, r.Asset)
-	putStr(b, r.Units)
-	putBool(b, r.Confidential)
-	putStr(b, r.Memo)
-	putStr(b, string(r.Status))
-	putStr(b, r.TxHash)
-	putTime(b, r.CreatedAt)
-	putPTime(b, r.ConfirmedAt)
-	putPTime(b, r.FailedAt)
-	putStr(b, r.Key)
-	putBool(b, r.FailAtConfirm)
-	putStr(b, r.Note)
-	putBool(b, r.Spend != nil)
+func encTransfer(w *wbuf, r *transferRec) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.str(r.From)
+	w.str(r.To)
+	w.str(r.ToAddr)
+	w.str(r.ToText)
+	w.str(r.Asset)
+	w.str(r.Units)
+	w.bool(r.Confidential)
+	w.str(r.Memo)
+	w.str(string(r.Status))
+	w.str(r.TxHash)
+	w.time(r.CreatedAt)
+	w.ptime(r.ConfirmedAt)
+	w.ptime(r.FailedAt)
+	w.str(r.Key)
+	w.bool(r.FailAtConfirm)
+	w.str(r.Note)
+	w.bool(r.Spend != nil)
 	if r.Spend != nil {
-		putTime(b, r.Spend.At)
-		putI64(b, r.Spend.Amount)
+		w.time(r.Spend.At)
+		w.i64(r.Spend.Amount)
 	}
 }
 
@@ -501,27 +556,27 @@ func decTransfer(d *dec, l *loaded) error {
 	return nil
 }
 
-func encHeld(b *cryptobyte.Builder, r *heldRec) {
-	putStr(b, string(r.Network))
-	putStr(b, r.ID)
-	putI64(b, int64(r.Seq))
-	putStr(b, r.Agent)
-	putStr(b, r.To)
-	putStr(b, r.ToAddr)
-	putStr(b, r.ToText)
-	putStr(b, r.Asset)
-	putStr(b, r.Units)
-	putStr(b, r.Memo)
-	putBool(b, r.Confidential)
-	putBool(b, r.Payable)
-	putStr(b, r.Transfer)
-	putStr(b, r.Key)
-	putStr(b, string(r.Status))
-	putTime(b, r.RequestedAt)
-	putTime(b, r.ExpiresAt)
-	putPTime(b, r.DecidedAt)
-	putStr(b, r.Note)
-	putStr(b, r.NoteReader)
+func encHeld(w *wbuf, r *heldRec) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.i64(int64(r.Seq))
+	w.str(r.Agent)
+	w.str(r.To)
+	w.str(r.ToAddr)
+	w.str(r.ToText)
+	w.str(r.Asset)
+	w.str(r.Units)
+	w.str(r.Memo)
+	w.bool(r.Confidential)
+	w.bool(r.Payable)
+	w.str(r.Transfer)
+	w.str(r.Key)
+	w.str(string(r.Status))
+	w.time(r.RequestedAt)
+	w.time(r.ExpiresAt)
+	w.ptime(r.DecidedAt)
+	w.str(r.Note)
+	w.str(r.NoteReader)
 }
 
 func decHeld(d *dec, l *loaded) error {
@@ -536,16 +591,16 @@ func decHeld(d *dec, l *loaded) error {
 	return nil
 }
 
-func encSub(b *cryptobyte.Builder, r *hooks.SubRecord) {
-	putStr(b, string(r.Network))
-	putStr(b, r.ID)
-	putStr(b, r.Acct)
-	putStr(b, r.URL)
-	putStrs(b, r.Events)
-	putStr(b, r.Secret)
-	putTime(b, r.CreatedAt)
-	putU64(b, r.Seq)
-	putPTime(b, r.Deleted)
+func encSub(w *wbuf, r *hooks.SubRecord) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.str(r.Acct)
+	w.str(r.URL)
+	w.strs(r.Events)
+	w.str(r.Secret)
+	w.time(r.CreatedAt)
+	w.u64(r.Seq)
+	w.ptime(r.Deleted)
 }
 
 func decSub(d *dec, l *loaded) error {
@@ -558,18 +613,18 @@ func decSub(d *dec, l *loaded) error {
 	return nil
 }
 
-func encEvent(b *cryptobyte.Builder, r *hooks.EventRecordP) {
-	putStr(b, string(r.Network))
-	putStr(b, r.ID)
-	putStr(b, r.Kind)
-	putTime(b, r.At)
-	putStr(b, r.Audience[0])
-	putStr(b, r.Audience[1])
-	putU64(b, r.Seq)
-	putBool(b, r.Forgotten[0])
-	putBool(b, r.Forgotten[1])
-	putBool(b, r.Gone)
-	putBytes(b, r.Payload)
+func encEvent(w *wbuf, r *hooks.EventRecordP) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.str(r.Kind)
+	w.time(r.At)
+	w.str(r.Audience[0])
+	w.str(r.Audience[1])
+	w.u64(r.Seq)
+	w.bool(r.Forgotten[0])
+	w.bool(r.Forgotten[1])
+	w.bool(r.Gone)
+	w.bytes(r.Payload)
 }
 
 func decEvent(d *dec, l *loaded) error {
@@ -585,27 +640,27 @@ func decEvent(d *dec, l *loaded) error {
 	return nil
 }
 
-func encDelivery(b *cryptobyte.Builder, r *hooks.DeliveryRecordP) {
-	putStr(b, string(r.Network))
-	putStr(b, r.ID)
-	putStr(b, r.Sub)
-	putStr(b, r.Event)
-	putU64(b, r.Seq)
-	putStr(b, string(r.Trigger))
-	putTime(b, r.CreatedAt)
-	putStr(b, string(r.Status))
-	putI64(b, int64(r.Attempts))
-	putI64(b, int64(r.ResponseStatus))
-	putTime(b, r.FirstAttemptAt)
-	putTime(b, r.LastAttemptAt)
-	putPTime(b, r.NextAttemptAt)
-	putBool(b, r.Dropped)
-	b.AddUint32(uint32(len(r.Log)))
+func encDelivery(w *wbuf, r *hooks.DeliveryRecordP) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.str(r.Sub)
+	w.str(r.Event)
+	w.u64(r.Seq)
+	w.str(string(r.Trigger))
+	w.time(r.CreatedAt)
+	w.str(string(r.Status))
+	w.i64(int64(r.Attempts))
+	w.i64(int64(r.ResponseStatus))
+	w.time(r.FirstAttemptAt)
+	w.time(r.LastAttemptAt)
+	w.ptime(r.NextAttemptAt)
+	w.bool(r.Dropped)
+	w.u32(uint32(len(r.Log)))
 	for _, a := range r.Log {
-		putTime(b, a.At)
-		putI64(b, int64(a.Status))
-		putI64(b, int64(a.Duration))
-		putStr(b, a.Fault)
+		w.time(a.At)
+		w.i64(int64(a.Status))
+		w.i64(int64(a.Duration))
+		w.str(a.Fault)
 	}
 }
 
@@ -633,13 +688,13 @@ func decDelivery(d *dec, l *loaded) error {
 	return nil
 }
 
-func encIdem(b *cryptobyte.Builder, r *idempotency.Record) {
-	putStr(b, r.Owner)
-	putStr(b, r.Key)
-	b.AddBytes(r.FP[:])
-	putTime(b, r.Created)
-	putI64(b, int64(r.Status))
-	putBytes(b, r.Body)
+func encIdem(w *wbuf, r *idempotency.Record) {
+	w.str(r.Owner)
+	w.str(r.Key)
+	w.b = append(w.b, r.FP[:]...)
+	w.time(r.Created)
+	w.i64(int64(r.Status))
+	w.bytes(r.Body)
 }
 
 func decIdem(d *dec, l *loaded) error {

@@ -84,30 +84,36 @@ type storedPayload []byte
 // Build returns the stored bytes (hooks.Payload).
 func (p storedPayload) Build(string, string, time.Time) []byte { return p }
 
-// encodePayload is how a payload is stored (hooks.TakeChanges, Dump).
+// encodePayload is how a payload is stored (hooks.Dump; the journal's
+// hot path appends it to a reused buffer, payloadArena).
 func encodePayload(p hooks.Payload) []byte {
-	b := cryptobyte.NewBuilder(make([]byte, 0, 64))
+	w := wbuf{b: make([]byte, 0, 64)}
+	appendPayload(&w, p)
+	return w.done()
+}
+
+// appendPayload appends payload p as stored to w.
+func appendPayload(w *wbuf, p hooks.Payload) {
 	switch p := p.(type) {
 	case *sentPayload:
 		t := (*transfer)(p)
-		b.AddUint8(payloadSent)
-		putStr(b, t.id)
-		putStr(b, t.from.id)
+		w.u8(payloadSent)
+		w.str(t.id)
+		w.str(t.from.id)
 	case *receivedPayload:
 		t := (*transfer)(p)
-		b.AddUint8(payloadReceived)
-		putStr(b, t.id)
-		putStr(b, t.to.id)
+		w.u8(payloadReceived)
+		w.str(t.id)
+		w.str(t.to.id)
 	case fixedPayload:
-		b.AddUint8(payloadBody)
-		b.AddBytes(marshalPayload(p.v))
+		w.u8(payloadBody)
+		w.b = append(w.b, marshalPayload(p.v)...)
 	case storedPayload:
-		b.AddUint8(payloadBody)
-		b.AddBytes(p)
+		w.u8(payloadBody)
+		w.b = append(w.b, p...)
 	default:
 		panic(fmt.Sprintf("confpay-fakeserver: an event payload of type %T cannot be stored", p))
 	}
-	return b.BytesOrPanic()
 }
 
 // decodePayloadLocked turns a stored payload back into one (s.mu held,
@@ -258,6 +264,10 @@ type queued struct {
 type commitQueue struct {
 	items  []queued
 	issued atomic.Uint64 // the last ticket issued
+	// group and free (s.mu) are drainLocked's list of records to append
+	// and the held records' buffers to reuse.
+	group [][]byte
+	free  [][]byte
 
 	// keeping counts the answers appended (closeSlot) and not yet kept
 	// in the store: a snapshot taken meanwhile would miss them
@@ -270,18 +280,38 @@ type commitQueue struct {
 	doneSeq uint64 // the journal record that appended them
 }
 
-// queueLocked queues p behind an entered slot, or returns false when the
-// queue is empty (the caller appends it).
-func (s *Server) queueLocked(p []byte) (mark, bool) {
-	if len(s.q.items) == 0 {
-		return mark{}, false
-	}
+// queueLocked queues p, a buffer from buffer, behind the entered slot
+// in the queue (s.mu held, the queue not empty).
+func (s *Server) queueLocked(p []byte) mark {
 	t := s.q.issued.Add(1)
 	s.q.items = append(s.q.items, queued{p: p, ticket: t})
 	if s.testHook != nil {
 		s.testHook("held")
 	}
-	return mark{ticket: t}, true
+	return mark{ticket: t}
+}
+
+// buffer is a buffer for a record to hold: one a drained record gave back,
+// or a new one (s.mu held).
+func (q *commitQueue) buffer() []byte {
+	if n := len(q.free); n > 0 {
+		p := q.free[n-1]
+		q.free[n-1] = nil
+		q.free = q.free[:n-1]
+		return p
+	}
+	return make([]byte, 0, 2048)
+}
+
+// release gives back the buffers of records now appended (s.mu held);
+// it keeps a bounded number of them, none large.
+func (q *commitQueue) release(ps [][]byte) {
+	for i, p := range ps {
+		if len(q.free) < 256 && cap(p) <= 64<<10 {
+			q.free = append(q.free, p[:0])
+		}
+		ps[i] = nil
+	}
 }
 
 // openSlot starts call c, a request under an Idempotency-Key, in the
@@ -336,8 +366,8 @@ func (s *Server) closeSlot(c *call, e *idempotency.Entry, rec *idempotency.Recor
 	s.mu.Mutex.Lock()
 	m := s.flushLocked(nil)
 	if rec != nil && s.idempotent.Live(e) { // Reset drops keys under s.mu
-		b := s.batchHeadLocked()
-		b.Idem = []idempotency.Record{*rec}
+		b := s.batchLocked()
+		b.Idem = append(b.Idem, *rec)
 		s.q.keeping.Add(1) // until keptSlot; before appendLocked, which may rewrite
 		sl.keeping = true
 		m = m.max(s.appendLocked(b, nil))
@@ -362,7 +392,7 @@ func (s *Server) keptSlot(c *call) {
 // drainLocked appends the held records up to the first slot still open
 // as one journal record.
 func (s *Server) drainLocked() {
-	var group [][]byte
+	group := s.q.group[:0]
 	var last uint64
 	i := 0
 	for ; i < len(s.q.items); i++ {
@@ -376,20 +406,18 @@ func (s *Server) drainLocked() {
 		group = append(group, it.p)
 		last = it.ticket
 	}
-	clear(s.q.items[:i])
-	s.q.items = s.q.items[i:]
-	if len(s.q.items) == 0 {
-		s.q.items = nil
-	}
+	// The rest moves to the front: the queue keeps its array.
+	n := copy(s.q.items, s.q.items[i:])
+	clear(s.q.items[n:])
+	s.q.items = s.q.items[:n]
+	s.q.group = group
 	if len(group) == 0 {
 		return
 	}
-	// A group is its records one after the other (persist_codec.go).
-	p := group[0]
-	if len(group) > 1 {
-		p = slices.Concat(group...)
-	}
-	seq := s.jr.Append(p)
+	// A group is its records one after the other (persist_codec.go),
+	// appended as one record.
+	seq := s.jr.AppendParts(group)
+	s.q.release(group)
 	s.q.mu.Lock()
 	s.q.done, s.q.doneSeq = last, seq
 	s.q.cond.Broadcast()

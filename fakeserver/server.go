@@ -115,6 +115,7 @@ type Server struct {
 	// dirty is what the critical section in progress changed.
 	jr        *journal.Journal
 	dirty     dirtySet
+	rec       recScratch  // the journal record being made (persist.go)
 	dataEmpty bool        // the data directory held no state when opened
 	q         commitQueue // records held behind Idempotency-Key requests (persist_hooks.go)
 	jrDone    atomic.Bool // Close wrote the last record: nothing more is written

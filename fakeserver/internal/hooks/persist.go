@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"sort"
@@ -11,7 +12,7 @@ import (
 
 // Persistence (the server's data directory): once Track is called, every
 // change to a subscription, an event or a delivery record is noted under
-// the lock, and the server takes the notes (TakeChanges) when it writes a
+// the lock, and the server takes the notes (TakeChangesInto) when it writes a
 // journal record, under its own lock (server → hooks, the lock order), so
 // that they reach the journal in the order they happened. Dump is the
 // whole state, Restore builds it back and reschedules every pending
@@ -68,7 +69,7 @@ type DeliveryRecordP struct {
 	Log []Attempt `json:"log,omitempty"`
 }
 
-// Changes are the notes taken since the last TakeChanges.
+// Changes are the notes taken since the last TakeChangesInto.
 type Changes struct {
 	Subs       []SubRecord
 	Events     []EventRecordP
@@ -133,14 +134,16 @@ func (h *Hooks) Dirty() bool {
 	return h.chg != nil && (len(h.chg.subs) > 0 || len(h.chg.events) > 0 || len(h.chg.deliveries) > 0)
 }
 
-// TakeChanges returns the changes noted since the last call, each thing
-// in its current state, and forgets them. enc encodes an event's payload.
-func (h *Hooks) TakeChanges(enc func(Payload) []byte) Changes {
+// TakeChangesInto puts in c the changes noted since the last call, each
+// thing once in its current state (events and deliveries in creation
+// order), and forgets them; enc encodes an event's payload. It reuses c's
+// slices: the journal keeps one Changes from record to record.
+func (h *Hooks) TakeChangesInto(c *Changes, enc func(Payload) []byte) {
+	c.Subs, c.Events, c.Deliveries = c.Subs[:0], c.Events[:0], c.Deliveries[:0]
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var c Changes
-	if h.chg == nil {
-		return c
+	if h.chg == nil || len(h.chg.subs)+len(h.chg.events)+len(h.chg.deliveries) == 0 {
+		return
 	}
 	for sub, net := range h.chg.subs {
 		c.Subs = append(c.Subs, subRecord(net, sub))
@@ -151,10 +154,12 @@ func (h *Hooks) TakeChanges(enc func(Payload) []byte) Changes {
 	for d := range h.chg.deliveries {
 		c.Deliveries = append(c.Deliveries, deliveryRecord(d))
 	}
-	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
-	sort.Slice(c.Deliveries, func(i, j int) bool { return c.Deliveries[i].Seq < c.Deliveries[j].Seq })
-	*h.chg = changeSet{}
-	return c
+	slices.SortFunc(c.Events, func(a, b EventRecordP) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(c.Deliveries, func(a, b DeliveryRecordP) int { return cmp.Compare(a.Seq, b.Seq) })
+	// The maps are kept for the next notes: one per record made them anew.
+	clear(h.chg.subs)
+	clear(h.chg.events)
+	clear(h.chg.deliveries)
 }
 
 func subRecord(net confpay.Network, sub *subscription) SubRecord {

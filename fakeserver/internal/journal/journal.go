@@ -249,8 +249,32 @@ func (j *Journal) Append(p []byte) uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.buf = frame(j.buf, p)
+	return j.appendedLocked(len(p))
+}
+
+// AppendParts is Append of the parts' concatenation (one record), without
+// making it.
+func (j *Journal) AppendParts(parts [][]byte) uint64 {
+	n, sum := 0, uint32(0)
+	for _, p := range parts {
+		n += len(p)
+		sum = crc32.Update(sum, crcT, p)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.buf = binary.LittleEndian.AppendUint32(j.buf, uint32(n))
+	j.buf = binary.LittleEndian.AppendUint32(j.buf, sum)
+	for _, p := range parts {
+		j.buf = append(j.buf, p...)
+	}
+	return j.appendedLocked(n)
+}
+
+// appendedLocked counts a record of n bytes just framed into buf (mu
+// held) and returns its number.
+func (j *Journal) appendedLocked(n int) uint64 {
 	j.appended++
-	j.size += int64(8 + len(p))
+	j.size += int64(8 + n)
 	j.checkDueLocked()
 	if j.gather != nil && j.appended >= j.want {
 		close(j.gather)

@@ -95,3 +95,31 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("%d fsyncs for a record and a batch of 5, want 2", syncs)
 	}
 }
+
+// TestAppendParts: parts appended together are one record, their
+// concatenation, between the records around them.
+func TestAppendParts(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Append([]byte("a"))
+	j.AppendParts([][]byte{[]byte("bc"), nil, []byte("def")})
+	j.AppendParts([][]byte{[]byte("g")})
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var got []string
+	for _, p := range c.Journal {
+		got = append(got, string(p))
+	}
+	if len(got) != 3 || got[0] != "a" || got[1] != "bcdef" || got[2] != "g" || c.Dropped != 0 {
+		t.Fatalf("records %q (dropped %d)", got, c.Dropped)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"math/big"
 	"sort"
+	"strconv"
 )
 
 // MaxUnits is 2^256: every figure must stay below it, so that it fits a
@@ -247,15 +248,27 @@ func (l *Ledger) touch(acct string) {
 
 // Rows is account acct's book, in the order its balances were first held.
 func (l *Ledger) Rows(acct string) []Row {
-	out := make([]Row, 0, len(l.books[acct]))
+	return l.AppendRows(make([]Row, 0, len(l.books[acct])), acct)
+}
+
+// AppendRows appends Rows(acct) to dst (the journal reuses one slice).
+func (l *Ledger) AppendRows(dst []Row, acct string) []Row {
 	for _, b := range l.books[acct] {
-		r := Row{Asset: b.asset, Units: b.units.String(), Version: b.version, CT: b.ct, CTVersion: b.ctVersion}
+		r := Row{Asset: b.asset, Units: decimal(&b.units), Version: b.version, CT: b.ct, CTVersion: b.ctVersion}
 		if b.reserved.Sign() != 0 {
-			r.Reserved = b.reserved.String()
+			r.Reserved = decimal(&b.reserved)
 		}
-		out = append(out, r)
+		dst = append(dst, r)
 	}
-	return out
+	return dst
+}
+
+// decimal is u.String(), in one allocation when u fits 64 bits.
+func decimal(u *big.Int) string {
+	if u.IsUint64() {
+		return strconv.FormatUint(u.Uint64(), 10)
+	}
+	return u.String()
 }
 
 // Restore replaces account acct's book with rows and counts them into the
