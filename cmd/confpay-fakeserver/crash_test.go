@@ -168,21 +168,8 @@ func TestKillNineLosesNothing(t *testing.T) {
 			}
 		}
 	}()
-	go func() { // the clock moves
-		defer wg.Done()
-		for {
-			if _, _, err := c.call("POST", "/_fake/clock", "", `{"advance":"1s"}`); err != nil {
-				return
-			}
-		}
-	}()
-	for range keys {
-		<-progress
-	}
-	if err := c.cmd.Process.Signal(os.Kill); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.cmd.Wait()
+	go func() { defer wg.Done(); moveClock(c) }()
+	killOnceEachMadeProgress(t, c, len(keys), progress)
 	wg.Wait()
 	if len(acked) == 0 || len(approved) == 0 {
 		t.Fatalf("the load acknowledged %d transfers and %d approvals: nothing to check", len(acked), len(approved))
@@ -294,21 +281,8 @@ func TestKillNineIdempotencyKeys(t *testing.T) {
 		}(i)
 	}
 	wg.Add(1)
-	go func() { // the clock moves
-		defer wg.Done()
-		for {
-			if _, _, err := c.call("POST", "/_fake/clock", "", `{"advance":"1s"}`); err != nil {
-				return
-			}
-		}
-	}()
-	for range keys {
-		<-progress
-	}
-	if err := c.cmd.Process.Signal(os.Kill); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.cmd.Wait()
+	go func() { defer wg.Done(); moveClock(c) }()
+	killOnceEachMadeProgress(t, c, len(keys), progress)
 	wg.Wait()
 	if t.Failed() {
 		return
@@ -413,4 +387,27 @@ func checkSeedMoneyConserved(t *testing.T, c *child, ids []string) {
 			t.Errorf("%s: the accounts hold %s USDG, want %s", n, sum.FloatString(6), w)
 		}
 	}
+}
+
+// moveClock advances the server's clock a second at a time until the
+// server is gone.
+func moveClock(c *child) {
+	for {
+		if _, _, err := c.call("POST", "/_fake/clock", "", `{"advance":"1s"}`); err != nil {
+			return
+		}
+	}
+}
+
+// killOnceEachMadeProgress waits until n clients reported progress, then
+// kills the server (kill -9) and waits for the process.
+func killOnceEachMadeProgress(t *testing.T, c *child, n int, progress <-chan struct{}) {
+	t.Helper()
+	for range n {
+		<-progress
+	}
+	if err := c.cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
 }
