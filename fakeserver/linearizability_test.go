@@ -334,8 +334,11 @@ func (h *linzHarness) run(ops int, m modelConfig) bool {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(h.seed, uint64(c.idx)+2))
-			for range per {
-				h.one(c, rng)
+			for i := range per {
+				// With a data directory, the first client restarts the
+				// server halfway through its share, so every history
+				// holds at least one restart whatever the seed draws.
+				h.one(c, rng, h.reopen != nil && c.idx == 0 && i == per/2)
 			}
 		}()
 	}
@@ -384,8 +387,9 @@ func (h *linzHarness) pick(rng *rand.Rand, held bool) string {
 	return seen[rng.IntN(len(seen))]
 }
 
-// one runs one random operation of client c.
-func (h *linzHarness) one(c *linzClient, rng *rand.Rand) {
+// one runs one random operation of client c, or a restart when restart
+// is set.
+func (h *linzHarness) one(c *linzClient, rng *rand.Rand, restart bool) {
 	in := &mInput{client: c.idx, acct: c.acct, net: c.net, key: c.idx, idem: -1, tr: -1, held: -1}
 	r := rng.IntN(100)
 	switch {
@@ -413,7 +417,7 @@ func (h *linzHarness) one(c *linzClient, rng *rand.Rand) {
 	if in.kind == opPolicy && c.acct != mAlice && c.acct != mBob && rng.IntN(4) > 0 {
 		in.kind = opPay // a stranger's or an agent's PATCH (403) now and then
 	}
-	if h.reopen != nil && rng.IntN(60) == 0 {
+	if restart || h.reopen != nil && rng.IntN(60) == 0 {
 		in.kind = opRestart
 	}
 	// A clock advance and a key revocation run alone. The model takes an
