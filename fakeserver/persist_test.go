@@ -210,6 +210,12 @@ func TestDataDirUnknownVersion(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "unknown format version 9") {
 		t.Fatalf("Open: %v, want unknown format version 9", err)
 	}
+	// The message names the directory and the file once, and says
+	// "journal:" once (it was "journal: snapshot: journal: unknown ...").
+	msg := err.Error()
+	if !strings.Contains(msg, filepath.Join(dir, journal.SnapshotFile)) || strings.Count(msg, "journal:") > 1 {
+		t.Errorf("Open: %q, want the snapshot's path named and no repeated prefix", msg)
+	}
 }
 
 // TestDataDirReset: Reset empties the directory too.

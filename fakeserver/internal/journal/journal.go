@@ -58,7 +58,7 @@ var (
 )
 
 // ErrVersion is returned (wrapped) for a file of an unknown format version.
-var ErrVersion = errors.New("journal: unknown format version")
+var ErrVersion = errors.New("unknown format version")
 
 // Journal is an open data directory. Its methods are safe for concurrent
 // use.
@@ -125,7 +125,8 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 
 func (j *Journal) load() (*Contents, error) {
 	c := &Contents{}
-	snap, err := os.ReadFile(filepath.Join(j.dir, SnapshotFile))
+	snapPath := filepath.Join(j.dir, SnapshotFile)
+	snap, err := os.ReadFile(snapPath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -133,10 +134,10 @@ func (j *Journal) load() (*Contents, error) {
 	default:
 		recs, good, err := Decode(snap)
 		if err != nil {
-			return nil, fmt.Errorf("journal: %s: %w", SnapshotFile, err)
+			return nil, fmt.Errorf("journal: %s: %w", snapPath, err)
 		}
 		if good != int64(len(snap)) {
-			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", SnapshotFile, good, len(snap))
+			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", snapPath, good, len(snap))
 		}
 		c.Snapshot = recs
 		j.snapSize = int64(len(snap))
@@ -160,7 +161,7 @@ func (j *Journal) load() (*Contents, error) {
 		recs, good, err := Decode(data)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("journal: %s: %w", JournalFile, err)
+			return nil, fmt.Errorf("journal: %s: %w", path, err)
 		}
 		c.Journal = recs
 		if good < int64(len(data)) {
