@@ -84,6 +84,7 @@ type Journal struct {
 	want      uint64
 
 	durable atomic.Uint64 // synced, read without mu by Wait's fast path
+	flushes atomic.Uint64 // Flushes
 
 	size      int64       // the journal's bytes, written and buffered (mu)
 	snapSize  int64       // the snapshot's bytes (mu)
@@ -385,6 +386,7 @@ func (j *Journal) flush() {
 	took := time.Since(t0)
 	j.mu.Lock()
 	j.spare = data[:0]
+	j.flushes.Add(1)
 	if err != nil {
 		j.err = err
 	} else {
@@ -396,6 +398,10 @@ func (j *Journal) flush() {
 	close(j.flushed)
 	j.flushed = nil
 }
+
+// Flushes is how many group commits (a write and an fsync each) Wait
+// has made: a benchmark divides its operations by it.
+func (j *Journal) Flushes() uint64 { return j.flushes.Load() }
 
 // idleLocked waits until no flush runs (mu held, released meanwhile).
 func (j *Journal) idleLocked() {
