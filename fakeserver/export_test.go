@@ -29,6 +29,9 @@ func QueryParams(route string) []string { return queryParams[route] }
 // SetFsync makes s's data directory fsync its journal with fn.
 func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
 
+// JournalFlushes is how many group commits s's data directory made.
+func JournalFlushes(s *Server) uint64 { return s.jr.Flushes() }
+
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).
 func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewriteAt = n } }

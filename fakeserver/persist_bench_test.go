@@ -21,7 +21,8 @@ import (
 // Idempotency-Key (a fresh one per request, as the SDK sends), in the
 // same run; -count N alternates the modes round by round
 // (BENCHMARKS.md). cpu-ns/op is the process's CPU time per transfer
-// (client side included), steadier than ns/op on a shared machine.
+// (client side included), steadier than ns/op on a shared machine;
+// transfers/flush how many transfers a group commit (one fsync) carried.
 func BenchmarkTransferCreateDataDir(b *testing.B) {
 	for _, clients := range []int{8, 64, 256, 1024} {
 		for _, key := range []bool{false, true} {
@@ -52,6 +53,10 @@ func benchCreateDataDir(b *testing.B, clients int, mode string, key bool) {
 	h := srv.Handler()
 	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0))) // × GOMAXPROCS goroutines
 	var n atomic.Int64
+	var flushes0 uint64
+	if mode != "memory" {
+		flushes0 = fakeserver.JournalFlushes(srv)
+	}
 	b.ResetTimer()
 	cpu0, cpuOK := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
@@ -71,6 +76,9 @@ func benchCreateDataDir(b *testing.B, clients int, mode string, key bool) {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	if mode != "memory" {
+		if f := fakeserver.JournalFlushes(srv) - flushes0; f > 0 {
+			b.ReportMetric(float64(b.N)/float64(f), "transfers/flush")
+		}
 		srv.Close()
 		st, err := os.Stat(filepath.Join(dir, journal.JournalFile))
 		if err == nil {

@@ -67,13 +67,13 @@ type Journal struct {
 	noSync bool
 	lock   *os.File
 
-	mu       sync.Mutex // guards the fields below; never held across I/O but in Rewrite
-	cond     sync.Cond  // on mu: a flush ended
-	buf      []byte     // framed records not yet handed to a flush
-	spare    []byte     // the previous flush's buffer, reused
-	appended uint64     // records appended
-	synced   uint64     // records written and fsynced
-	flushing bool       // a Wait is writing and fsyncing (the leader)
+	mu       sync.Mutex    // guards the fields below; never held across I/O but in Rewrite
+	buf      []byte        // framed records not yet handed to a flush
+	spare    []byte        // the previous flush's buffer, reused
+	appended uint64        // records appended
+	synced   uint64        // records written and fsynced
+	flushing bool          // a Wait is writing and fsyncing (the leader)
+	flushed  chan struct{} // closed when the running flush ends (set while flushing)
 	f        *os.File
 	closed   bool
 	err      error
@@ -84,6 +84,7 @@ type Journal struct {
 	want      uint64
 
 	durable atomic.Uint64 // synced, read without mu by Wait's fast path
+	flushes atomic.Uint64 // Flushes
 
 	size      int64       // the journal's bytes, written and buffered (mu)
 	snapSize  int64       // the snapshot's bytes (mu)
@@ -114,7 +115,6 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 		return nil, nil, err
 	}
 	j := &Journal{dir: dir, noSync: noSync, lock: lk, rewriteAt: DefaultRewriteAt}
-	j.cond.L = &j.mu
 	c, err := j.load()
 	if err != nil {
 		lk.Close()
@@ -320,72 +320,97 @@ func (j *Journal) Appended() uint64 {
 // without holding mu (Append goes on meanwhile), then wakes the others.
 // A waiter whose record came in while a flush ran waits for that flush
 // to end and then for the next, which the first of them leads and which
-// covers all of them: one fsync per batch, not per record.
+// covers all of them: one fsync per batch, not per record. The end of a
+// flush closes a channel: its waiters wake at once and those it covered
+// return without taking mu (a broadcast on a condition variable made
+// each of them take mu in turn, the next leader among them).
 func (j *Journal) Wait(n uint64) error {
-	if j.durable.Load() >= n {
-		return nil
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	for {
+		if j.durable.Load() >= n {
+			return nil
+		}
+		j.mu.Lock()
 		if j.synced >= n {
+			j.mu.Unlock()
 			return nil
 		}
 		if j.err != nil {
-			return j.err
+			err := j.err
+			j.mu.Unlock()
+			return err
 		}
 		if j.flushing {
-			j.cond.Wait()
+			ch := j.flushed
+			j.mu.Unlock()
+			<-ch
 			continue
 		}
 		if j.f == nil {
 			j.err = errors.New("journal: closed")
+			j.mu.Unlock()
 			return j.err
 		}
-		j.flushing = true
-		// Gather: when the last flush carried several records (clients
-		// are running concurrently), wait up to half an fsync for as many
-		// to be appended, so that those the last flush answered, already
-		// on their next operation, join this flush rather than the next.
-		// Alone (a batch of one), a flush starts at once.
-		if want := j.lastBatch; want > 1 && j.appended-j.synced < want {
-			j.want = j.synced + want
-			ch := make(chan struct{})
-			j.gather = ch
-			j.mu.Unlock()
-			t := time.NewTimer(j.lastSync / 2)
-			select {
-			case <-ch:
-			case <-t.C:
-			}
-			t.Stop()
-			j.mu.Lock()
-			j.gather = nil
-		}
-		data, upTo, f := j.buf, j.appended, j.f
-		j.buf = j.spare[:0]
+		j.flush()
 		j.mu.Unlock()
-		t0 := time.Now()
-		err := j.writeSync(f, data)
-		took := time.Since(t0)
-		j.mu.Lock()
-		j.flushing = false
-		j.spare = data[:0]
-		if err != nil {
-			j.err = err
-		} else {
-			j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
-			j.synced = upTo
-			j.durable.Store(upTo)
-		}
-		j.cond.Broadcast()
 	}
 }
 
-// idleLocked waits until no flush runs (mu held).
+// flush writes and fsyncs every record appended so far, as the leader
+// (mu held on entry and on return, released meanwhile).
+func (j *Journal) flush() {
+	j.flushing = true
+	j.flushed = make(chan struct{})
+	// Gather: when the last flush carried several records (clients
+	// are running concurrently), wait up to half an fsync for as many
+	// to be appended, so that those the last flush answered, already
+	// on their next operation, join this flush rather than the next.
+	// Alone (a batch of one), a flush starts at once.
+	if want := j.lastBatch; want > 1 && j.appended-j.synced < want {
+		j.want = j.synced + want
+		ch := make(chan struct{})
+		j.gather = ch
+		j.mu.Unlock()
+		t := time.NewTimer(j.lastSync / 2)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+		j.mu.Lock()
+		j.gather = nil
+	}
+	data, upTo, f := j.buf, j.appended, j.f
+	j.buf = j.spare[:0]
+	j.mu.Unlock()
+	t0 := time.Now()
+	err := j.writeSync(f, data)
+	took := time.Since(t0)
+	j.mu.Lock()
+	j.spare = data[:0]
+	j.flushes.Add(1)
+	if err != nil {
+		j.err = err
+	} else {
+		j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
+		j.synced = upTo
+		j.durable.Store(upTo)
+	}
+	j.flushing = false
+	close(j.flushed)
+	j.flushed = nil
+}
+
+// Flushes is how many group commits (a write and an fsync each) Wait
+// has made: a benchmark divides its operations by it.
+func (j *Journal) Flushes() uint64 { return j.flushes.Load() }
+
+// idleLocked waits until no flush runs (mu held, released meanwhile).
 func (j *Journal) idleLocked() {
 	for j.flushing {
-		j.cond.Wait()
+		ch := j.flushed
+		j.mu.Unlock()
+		<-ch
+		j.mu.Lock()
 	}
 }
 
