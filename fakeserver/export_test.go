@@ -29,6 +29,10 @@ func QueryParams(route string) []string { return queryParams[route] }
 // SetFsync makes s's data directory fsync its journal with fn.
 func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
 
+// SetRewriteHook makes s's data directory call fn at each step of a
+// rewrite's background phase (journal.Journal.SetRewriteHook).
+func SetRewriteHook(s *Server, fn func(step string) error) { s.jr.SetRewriteHook(fn) }
+
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).
 func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewriteAt = n } }

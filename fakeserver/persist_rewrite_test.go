@@ -115,7 +115,7 @@ func TestDataDirVersion1Refused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := fakeserver.Open(fakeserver.WithDataDir(dir), fakeserver.WithoutListener())
-	if err == nil || !strings.Contains(err.Error(), "unknown format version 1 (this build reads version 2)") {
+	if err == nil || !strings.Contains(err.Error(), "unknown format version 1 (this build reads versions 2 and 3)") {
 		t.Fatalf("Open: %v, want unknown format version 1", err)
 	}
 }
