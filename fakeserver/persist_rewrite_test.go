@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -285,4 +286,37 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestDataDirVersion2Loads: a directory the previous format wrote
+// (testdata/datadir-v2: buildState's state on main at 789665b, with the
+// direct API's Snapshot of it as JSON) loads to that state, comes out
+// rewritten in the current format (version 3), and loads the same again.
+func TestDataDirVersion2Loads(t *testing.T) {
+	src := filepath.Join("testdata", "datadir-v2")
+	dir := t.TempDir()
+	for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
+		if readFile(t, src, name)[3] != 2 {
+			t.Fatalf("testdata %s is not of version 2", name)
+		}
+	}
+	copyDataDir(t, src, dir)
+	want := readFile(t, src, "want.json")
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutListener()}
+	for run := range 2 {
+		srv := fakeserver.New(t, opts...)
+		got, err := json.MarshalIndent(srv.Snapshot(), "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if !bytes.Equal(got, want) {
+			t.Fatalf("run %d: the version 2 directory loaded to\n%s\nwant\n%s", run, got, want)
+		}
+		for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
+			if v := readFile(t, dir, name)[3]; v != journal.Version {
+				t.Fatalf("run %d: %s is of version %d after a start, want %d", run, name, v, journal.Version)
+			}
+		}
+	}
 }
