@@ -646,36 +646,29 @@ func (j *Journal) fsync(f *os.File) error {
 	return nil
 }
 
-// encodeSnapshot frames records into a snapshot of generation gen, in
-// pieces of about 1 MiB (no copy of the whole as it grows).
-func encodeSnapshot(gen uint32, records func(emit func([]byte))) (pieces [][]byte, size int64) {
-	b := header(gen)
-	records(func(p []byte) {
-		if len(b)+8+len(p) > 1<<20 && len(b) > 0 {
-			pieces = append(pieces, b)
-			size += int64(len(b))
-			b = make([]byte, 0, max(1<<20, 8+len(p)))
-		}
-		b = frame(b, p)
-	})
-	pieces = append(pieces, b)
-	return pieces, size + int64(len(b))
-}
-
-// writeSnapshot writes pieces to the snapshot file durably: beside,
-// fsynced, renamed, the directory fsynced. A snapshot is fsynced even
-// with noSync: it replaces the journals, and a machine crash must not
-// leave a snapshot that lost what they held.
-func (j *Journal) writeSnapshot(pieces [][]byte, background bool) error {
+// writeSnapshot frames records into a snapshot of generation gen and
+// writes it durably: beside (in pieces of about 1 MiB), fsynced, renamed,
+// the directory fsynced. A snapshot is fsynced even with noSync: it
+// replaces the journals, and a machine crash must not leave a snapshot
+// that lost what they held.
+func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), background bool) (size int64, err error) {
 	tmp := filepath.Join(j.dir, SnapshotFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	for _, p := range pieces {
-		if err == nil {
-			_, err = f.Write(p)
+	b := header(gen)
+	records(func(p []byte) {
+		if len(b)+8+len(p) > 1<<20 && err == nil {
+			_, err = f.Write(b)
+			size += int64(len(b))
+			b = b[:0]
 		}
+		b = frame(b, p)
+	})
+	if err == nil {
+		_, err = f.Write(b)
+		size += int64(len(b))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -692,7 +685,7 @@ func (j *Journal) writeSnapshot(pieces [][]byte, background bool) error {
 	if err == nil {
 		err = syncDir(j.dir)
 	}
-	return err
+	return size, err
 }
 
 // Rewrite replaces the directory's contents with records (a snapshot) and
@@ -714,8 +707,7 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 		return j.err
 	}
 	gen := j.gen + 1
-	pieces, size := encodeSnapshot(gen, records)
-	err := j.writeSnapshot(pieces, false)
+	size, err := j.writeSnapshot(gen, records, false)
 	var jf *journalFile
 	if err == nil {
 		jf, err = j.newJournalFile(gen)
@@ -754,7 +746,8 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 // StartRewrite folds the journal into a new snapshot without holding
 // back appends for the writing: the caller calls it under its own lock
 // with its state consistent, and records encodes that state now, in
-// memory; at the same instant appends switch to a new journal file
+// memory (the payloads it emits are kept, and framed later: it must not
+// change them afterwards); at the same instant appends switch to a new journal file
 // (NextFile, the next generation). The snapshot's write, fsync and
 // rename, and the retiring of the old journal, run in the background
 // after StartRewrite returns, one rewrite at a time (RewriteDue is false
@@ -773,7 +766,12 @@ func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 	j.checkDueLocked()
 	j.mu.Unlock()
 	// Appends come from the caller, which holds its lock: none meanwhile.
-	pieces, size := encodeSnapshot(gen, records)
+	var recs [][]byte
+	size := int64(8)
+	records(func(p []byte) {
+		recs = append(recs, p)
+		size += int64(8 + len(p))
+	})
 	nf, err := os.OpenFile(filepath.Join(j.dir, NextFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err == nil {
 		if err = writeHeaderAt(nf, Version, gen); err != nil {
@@ -792,17 +790,22 @@ func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 	j.buf = nil
 	j.f, j.gen, j.dirSync = nf, gen, nf
 	j.snapSize, j.size = size, 8
-	go j.finishRewrite(pieces, gen)
+	go j.finishRewrite(recs, gen)
 	return nil
 }
 
 // finishRewrite is StartRewrite's background phase.
-func (j *Journal) finishRewrite(pieces [][]byte, gen uint32) {
+func (j *Journal) finishRewrite(recs [][]byte, gen uint32) {
 	err := j.step("switched")
 	if err == nil {
-		err = j.writeSnapshot(pieces, true)
+		_, err = j.writeSnapshot(gen, func(emit func([]byte)) {
+			for i, p := range recs {
+				emit(p)
+				recs[i] = nil // garbage once framed
+			}
+		}, true)
 	}
-	pieces = nil
+	recs = nil
 	if err == nil {
 		err = j.step("snapshot-renamed")
 	}
