@@ -756,7 +756,9 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 // leaves at each step.
 func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 	j.mu.Lock()
-	if j.err != nil || j.rewriting || j.closed {
+	// A fold Open asked for is Rewrite's (the file NextFile may be the
+	// one appended to).
+	if j.err != nil || j.rewriting || j.closed || j.fold {
 		err := j.err
 		j.mu.Unlock()
 		return err
@@ -792,6 +794,15 @@ func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 	j.snapSize, j.size = size, 8
 	go j.finishRewrite(recs, gen)
 	return nil
+}
+
+// WaitRewrite waits until no rewrite runs in the background.
+func (j *Journal) WaitRewrite() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.rewriting {
+		j.cond.Wait()
+	}
 }
 
 // finishRewrite is StartRewrite's background phase.
