@@ -182,17 +182,36 @@ func (s *Server) installHooksLocked(l *loaded) error {
 }
 
 // snapshotHooksLocked adds the webhook state and the kept answers to a
-// snapshot.
+// snapshot, in records of at most chunk items each: the subscriptions,
+// then the events, then the deliveries, as one record would hold them
+// (the loader gathers each kind across records). One record for all of a
+// network's events cost a large share of a rewrite, in copies as the
+// record grew (BENCHMARKS.md).
 func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
+	const chunk = 512
+	rec := func() *batch { return &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq} }
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		c := s.hooks.Dump(name, encodePayload)
-		if !c.Empty() {
-			b := &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq, Hooks: &c}
+		for subs := range slices.Chunk(c.Subs, chunk) {
+			b := rec()
+			b.Hooks = &hooks.Changes{Subs: subs}
+			enc(b)
+		}
+		for events := range slices.Chunk(c.Events, chunk) {
+			b := rec()
+			b.Hooks = &hooks.Changes{Events: events}
+			enc(b)
+		}
+		for ds := range slices.Chunk(c.Deliveries, chunk) {
+			b := rec()
+			b.Hooks = &hooks.Changes{Deliveries: ds}
 			enc(b)
 		}
 	}
-	if recs := s.idempotent.Records(s.clock.Now()); len(recs) > 0 {
-		enc(&batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq, Idem: recs})
+	for recs := range slices.Chunk(s.idempotent.Records(s.clock.Now()), chunk) {
+		b := rec()
+		b.Idem = recs
+		enc(b)
 	}
 }
 
