@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"os"
 	"slices"
+	"time"
 )
 
 // Test-only views of the server's inside, for the external tests.
@@ -28,6 +29,32 @@ func QueryParams(route string) []string { return queryParams[route] }
 
 // SetFsync makes s's data directory fsync its journal with fn.
 func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
+
+// SetRewriteHook makes s's data directory call fn at each step of a
+// rewrite's background phase (journal.Journal.SetRewriteHook).
+func SetRewriteHook(s *Server, fn func(step string) error) { s.jr.SetRewriteHook(fn) }
+
+// RewritePause folds s's data directory into a new snapshot now, as a
+// running server does (StartRewrite), or wholly under s.mu as before
+// (whole), and returns how long s.mu was held; it returns once the
+// background phase has ended too.
+func RewritePause(s *Server, whole bool) time.Duration {
+	s.mu.Mutex.Lock()
+	t0 := time.Now()
+	var err error
+	if whole {
+		err = s.jr.Rewrite(s.snapshotLocked)
+	} else {
+		err = s.jr.StartRewrite(s.snapshotLocked)
+	}
+	held := time.Since(t0)
+	s.mu.Mutex.Unlock()
+	if err != nil {
+		panic(err)
+	}
+	s.jr.WaitRewrite()
+	return held
+}
 
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).

@@ -1031,15 +1031,17 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 // (the snapshot would hold its effects without its answer, which a crash
 // could then separate; a request whose slot has not entered has changed
 // nothing) and no kept answer is on its way to the store; the commit
-// after the last such request closes does it. The snapshot is
-// written beside and renamed (journal.Rewrite), so a crash during it
-// loses nothing. The operations waiting meanwhile wait for the rewrite
-// (its cost: BENCHMARKS.md).
+// after the last such request closes does it. Only the snapshot's
+// encoding runs under s.mu (journal.StartRewrite): at that instant the
+// journal switches to a new file, and the snapshot's write, fsync and
+// rename run in the background while requests go on; a crash at any step
+// loses nothing (the journal package's comment). The encoding is still a
+// pause that grows with the state (BENCHMARKS.md).
 func (s *Server) rewriteLocked() {
 	if !s.jr.RewriteDue() || len(s.q.items) > 0 || s.q.keeping.Load() > 0 {
 		return
 	}
-	if err := s.jr.Rewrite(s.snapshotLocked); err != nil {
+	if err := s.jr.StartRewrite(s.snapshotLocked); err != nil {
 		// The journal is stopped: every wait fails and no answer is sent.
 		return
 	}

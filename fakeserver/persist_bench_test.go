@@ -141,6 +141,32 @@ func TestDataDirRestartTime(t *testing.T) {
 	}
 }
 
+// TestDataDirRewritePause measures how long a snapshot rewrite holds the
+// server's lock with many transfers stored
+// (CONFPAY_REWRITE_PAUSE_TRANSFERS, default 2,000): the whole rewrite
+// under the lock (as before the background write) against the encoding
+// alone (journal.StartRewrite), alternating in the same process on the
+// same state, three rounds (BENCHMARKS.md).
+func TestDataDirRewritePause(t *testing.T) {
+	n := 2_000
+	if v := os.Getenv("CONFPAY_REWRITE_PAUSE_TRANSFERS"); v != "" {
+		if _, err := fmtSscan(v, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := fakeserver.Open(fakeserver.WithDataDir(t.TempDir()), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	createTransfers(t, srv, n)
+	for round := range 3 {
+		whole := fakeserver.RewritePause(srv, true)
+		encode := fakeserver.RewritePause(srv, false)
+		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite, %v by a background one's encoding", round, n, whole, encode)
+	}
+}
+
 // createTransfers makes n transfers of 0.01 USDG from a new @alice to a
 // new @bob through srv's handler, and logs the time they took and the
 // slowest create.

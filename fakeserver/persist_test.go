@@ -233,9 +233,10 @@ var restartOptions = cmp.Options{
 	snapshotOptions[1], snapshotOptions[2],
 }
 
-// FuzzDataDirLoad: a damaged journal (flipped, cut or foreign bytes) is
-// a clear error or a clean recovery to its last complete record, never a
-// panic; and a server that starts on it answers.
+// FuzzDataDirLoad: a damaged journal (flipped, cut or foreign bytes, a
+// wrong generation or version) is a clear error or a clean recovery to
+// its last complete record, never a panic; and a server that starts on it
+// answers.
 func FuzzDataDirLoad(f *testing.F) {
 	dir := f.TempDir()
 	srv := fakeserver.NewServer(fakeserver.WithDataDir(dir), fakeserver.WithoutListener())
@@ -267,9 +268,15 @@ func FuzzDataDirLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	srv.Close()
+	// The fuzzed journal is the directory's only file (no snapshot, so
+	// generation 0): the run's journal, of its snapshot's generation,
+	// taken as generation 0 (Encode's, for the framed seeds below).
+	f.Add(slices.Concat(data[:4], []byte{1, 0, 0, 0}, data[8:])) // a generation the (absent) snapshot does not have
+	data[4], data[5], data[6], data[7] = 0, 0, 0, 0
 	f.Add(data)
 	f.Add(data[:len(data)/2])
 	f.Add([]byte("CPJ\x02\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00"))
+	f.Add(slices.Concat([]byte("CPJ\x02"), data[4:])) // the previous format
 	// Well-framed records (good checksums) whose contents are wrong: the
 	// decoder, not the framing, must refuse them. The journal's records
 	// each alone, an item of an unknown kind, an item cut short, a record

@@ -9,17 +9,38 @@
 // every record appended while the previous one ran). Memory stays the
 // source of every answer; the directory is read once, by Open.
 //
-// File format (both files): an 8-byte header, "CPJ" + a format byte
-// (Version) + 4 reserved zero bytes, then records: a 4-byte little-endian
-// payload length, a 4-byte CRC-32C of the payload, the payload. A record
-// whose length, checksum or body is incomplete or wrong ends the journal:
-// everything from it on is a torn tail, dropped (and truncated away) on
-// Open. The snapshot is only ever replaced whole (written beside, fsynced,
-// renamed), so a bad record in it is corruption and Open refuses it.
+// File format (every file): an 8-byte header, "CPJ" + a format byte
+// (Version) + a 4-byte little-endian generation, then records: a 4-byte
+// little-endian payload length, a 4-byte CRC-32C of the payload, the
+// payload. A record whose length, checksum or body is incomplete or wrong
+// ends the journal: everything from it on is a torn tail, dropped (and
+// truncated away) on Open. The snapshot is only ever replaced whole
+// (written beside, fsynced, renamed), so a bad record in it is corruption
+// and Open refuses it.
+//
+// Generations: a snapshot of generation G holds everything the journals
+// of generations below G held; a journal of generation G holds what
+// happened after the snapshot of generation G was taken. A rewrite while
+// running (StartRewrite) takes the snapshot in memory under the caller's
+// lock and switches appends, at that instant, to a new journal file
+// (NextFile, generation G+1); the rest runs in the background: the
+// snapshot of generation G+1 is written beside, fsynced and renamed over
+// the old one, then the new journal is renamed over the old. Whatever
+// instant a crash stops it at, Open finds one of
+//
+//	snapshot G,   journal G                  (before the switch)
+//	snapshot G,   journal G,   journal.next G+1  (before the rename)
+//	snapshot G+1, journal G,   journal.next G+1  (between the renames)
+//	snapshot G+1, journal G+1                (done)
+//
+// and replays the snapshot, then each journal whose generation is not
+// below the snapshot's, in generation order, skipping the stale one: the
+// acknowledged state, with no record applied twice or lost. Version 2
+// (the same records, the generation bytes zero, no journal.next) is read
+// and rewritten as version 3 on Open.
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -28,14 +49,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Version is the format this package writes and reads: 2 since the
-// records' binary encoding (1 held JSON records).
-const Version = 2
+// Version is the format this package writes: 3 since the generations
+// (2 had the same records, without them; 1 held JSON records). Open reads
+// 2 and 3, and rewrites a version 2 directory as version 3.
+const Version = 3
+
+// oldestVersion is the oldest format Open reads.
+const oldestVersion = 2
 
 // DefaultRewriteAt is the journal size from which RewriteDue asks for a
 // new snapshot (also due once the journal outgrows the snapshot).
@@ -49,7 +75,10 @@ const MaxRecord = 64 << 20
 const (
 	SnapshotFile = "snapshot"
 	JournalFile  = "journal"
-	LockFile     = "LOCK"
+	// NextFile is the journal appended to while a rewrite runs in the
+	// background; it is renamed to JournalFile once the snapshot is.
+	NextFile = "journal.next"
+	LockFile = "LOCK"
 )
 
 var (
@@ -68,15 +97,29 @@ type Journal struct {
 	lock   *os.File
 
 	mu       sync.Mutex // guards the fields below; never held across I/O but in Rewrite
-	cond     sync.Cond  // on mu: a flush ended
+	cond     sync.Cond  // on mu: a flush or a rewrite ended
 	buf      []byte     // framed records not yet handed to a flush
 	spare    []byte     // the previous flush's buffer, reused
 	appended uint64     // records appended
 	synced   uint64     // records written and fsynced
 	flushing bool       // a Wait is writing and fsyncing (the leader)
 	f        *os.File
+	gen      uint32 // f's generation
 	closed   bool
 	err      error
+
+	// retired is the journal file a StartRewrite switched away from,
+	// with the records appended to it and not yet handed to a flush: the
+	// next flush writes and fsyncs them there before anything goes to
+	// the new file (so a record in the new file is never durable while
+	// one before it is not), or the rewrite drops them once its snapshot,
+	// which holds them, is in place.
+	retired *retiredFile
+	// dirSync is the new journal file whose directory entry is not yet
+	// fsynced: the first flush to it syncs the directory too.
+	dirSync   *os.File
+	rewriting bool // StartRewrite's background phase runs
+	fold      bool // Open found two journals, or version 2 files: RewriteDue
 
 	lastBatch uint64        // records the last flush carried
 	lastSync  time.Duration // how long it took
@@ -90,7 +133,14 @@ type Journal struct {
 	rewriteAt int64       // SetRewriteAt (mu)
 	due       atomic.Bool // size > max(rewriteAt, snapSize): RewriteDue
 
-	syncHook atomic.Pointer[func(*os.File) error] // SetSync
+	syncHook    atomic.Pointer[func(*os.File) error] // SetSync
+	rewriteHook atomic.Pointer[func(step string) error]
+}
+
+type retiredFile struct {
+	f    *os.File
+	buf  []byte
+	upTo uint64 // the last record appended to it
 }
 
 // Contents is what Open read: the snapshot's records, then the journal's,
@@ -102,9 +152,12 @@ type Contents struct {
 }
 
 // Open locks dir (creating it 0700 if needed), reads its snapshot and
-// journal, drops a torn tail from the journal, and opens the journal for
+// journals, drops a torn tail from the journal, and opens the journal for
 // appending. A second Open of the same directory, from this process or
-// another, fails while the first is open.
+// another, fails while the first is open. When Open found the traces of
+// a rewrite a crash interrupted (two journals) or a version 2 directory,
+// RewriteDue reports true: the caller's Rewrite then folds them into a
+// snapshot and one journal of the current format.
 func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
@@ -123,82 +176,248 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	return j, c, nil
 }
 
-func (j *Journal) load() (*Contents, error) {
-	c := &Contents{}
+// fileHeader is a file's format version and generation.
+type fileHeader struct {
+	version byte
+	gen     uint32
+}
+
+// readHeader checks data's header (data holds at least 8 bytes).
+func readHeader(data []byte) (fileHeader, error) {
+	if !bytes.Equal(data[:3], magic[:]) {
+		return fileHeader{}, errors.New("not a confpay-fakeserver data file (bad magic)")
+	}
+	v := data[3]
+	if v < oldestVersion || v > Version {
+		return fileHeader{}, fmt.Errorf("%w %d (this build reads versions %d and %d); use the confpay-fakeserver that wrote it", ErrVersion, v, oldestVersion, Version)
+	}
+	h := fileHeader{version: v, gen: binary.LittleEndian.Uint32(data[4:8])}
+	if v == 2 && h.gen != 0 {
+		return fileHeader{}, errors.New("a version 2 file with a generation (corrupt header)")
+	}
+	return h, nil
+}
+
+// journalFile is a journal file Open found.
+type journalFile struct {
+	name string
+	f    *os.File
+	hdr  fileHeader
+	recs [][]byte
+	good int64 // the length of its good prefix
+	size int64
+}
+
+func (j *Journal) load() (c *Contents, err error) {
+	c = &Contents{}
+	// Leftovers of a rewrite a crash interrupted: never part of the state.
+	for _, name := range []string{SnapshotFile + ".tmp", JournalFile + ".tmp"} {
+		if err := os.Remove(filepath.Join(j.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+	}
+	var snapHdr fileHeader
+	haveSnap := false
 	snap, err := os.ReadFile(filepath.Join(j.dir, SnapshotFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("journal: %w", err)
 	default:
-		recs, good, err := Decode(snap)
-		if err != nil {
+		if len(snap) < 8 {
+			return nil, fmt.Errorf("journal: %s is corrupt at byte 0 of %d (restore it from a backup)", SnapshotFile, len(snap))
+		}
+		if snapHdr, err = readHeader(snap); err != nil {
 			return nil, fmt.Errorf("journal: %s: %w", SnapshotFile, err)
 		}
+		recs, good, _ := Decode(snap)
 		if good != int64(len(snap)) {
 			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", SnapshotFile, good, len(snap))
 		}
 		c.Snapshot = recs
 		j.snapSize = int64(len(snap))
+		haveSnap = true
 	}
-	path := filepath.Join(j.dir, JournalFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+	// The journals: JournalFile, and NextFile when a rewrite was running.
+	var files []*journalFile
+	defer func() {
+		if err != nil {
+			for _, jf := range files {
+				jf.f.Close()
+			}
+		}
+	}()
+	for _, name := range []string{JournalFile, NextFile} {
+		f, err := os.OpenFile(filepath.Join(j.dir, name), os.O_RDWR, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		jf := &journalFile{name: name, f: f}
+		files = append(files, jf)
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		jf.size = int64(len(data))
+		if len(data) < 8 {
+			// A torn header: a file created and never appended to (a
+			// record is appended only after its header is written). It
+			// takes the generation it would have had.
+			jf.hdr = fileHeader{version: Version, gen: snapHdr.gen}
+			if name == NextFile {
+				jf.hdr.gen = snapHdr.gen + 1
+				if len(files) == 2 {
+					jf.hdr.gen = files[0].hdr.gen + 1
+				}
+			}
+			continue
+		}
+		if jf.hdr, err = readHeader(data); err != nil {
+			return nil, fmt.Errorf("journal: %s: %w", name, err)
+		}
+		jf.recs, jf.good, _ = Decode(data)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("journal: %w", err)
+	// Which journals follow the snapshot: those of its generation and
+	// the next, in order; an older one is stale (the snapshot holds it).
+	var live []*journalFile
+	for _, jf := range files {
+		switch {
+		case jf.hdr.gen < snapHdr.gen:
+		case len(live) == 0 && jf.hdr.gen == snapHdr.gen,
+			len(live) == 1 && jf.hdr.gen == live[0].hdr.gen+1:
+			live = append(live, jf)
+		default:
+			return nil, fmt.Errorf("journal: %s (generation %d) does not follow %s (generation %d): the directory mixes files of different runs (restore a backup into an empty directory)",
+				jf.name, jf.hdr.gen, SnapshotFile, snapHdr.gen)
+		}
 	}
-	if len(data) == 0 {
-		if err := writeHeader(f); err != nil {
-			f.Close()
+	for i, jf := range live {
+		if jf.good < jf.size && i < len(live)-1 && len(live[i+1].recs) > 0 {
+			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d, and %s follows it", jf.name, jf.good, jf.size, live[i+1].name)
+		}
+		c.Journal = append(c.Journal, jf.recs...)
+	}
+	if haveSnap && snapHdr.version < Version {
+		j.fold = true
+	}
+	for _, jf := range live {
+		if jf.hdr.version < Version {
+			j.fold = true
+		}
+	}
+	// Appends go to the last live journal: after dropping its torn tail,
+	// under the name JournalFile unless a rewrite must fold two.
+	var act *journalFile
+	switch len(live) {
+	case 0:
+		if act, err = j.newJournalFile(snapHdr.gen); err != nil {
 			return nil, err
 		}
-	} else {
-		recs, good, err := Decode(data)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("journal: %s: %w", JournalFile, err)
-		}
-		c.Journal = recs
-		if good < int64(len(data)) {
-			c.Dropped = int64(len(data)) - good
-			if err := f.Truncate(good); err != nil {
-				f.Close()
+		files = append(files, act)
+	case 1:
+		act = live[0]
+	case 2:
+		act = live[1]
+		j.fold = true
+	}
+	if act.good < act.size || act.size < 8 {
+		c.Dropped = act.size - act.good
+		if act.good < 8 { // a torn header: write it whole
+			if err := act.f.Truncate(0); err != nil {
 				return nil, fmt.Errorf("journal: %w", err)
 			}
-			if err := j.fsync(f); err != nil {
-				f.Close()
+			if err := writeHeaderAt(act.f, Version, act.hdr.gen); err != nil {
 				return nil, err
+			}
+			act.good = 8
+		}
+		if err := act.f.Truncate(act.good); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		if err := j.fsync(act.f); err != nil {
+			return nil, err
+		}
+	}
+	if len(live) == 1 && act.name == NextFile {
+		// The rewrite's snapshot is in place; its last step was not.
+		if err := os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile)); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		act.name = JournalFile
+	}
+	for _, jf := range files {
+		if jf == act {
+			continue
+		}
+		jf.f.Close()
+		if jf.name == NextFile && !slices.Contains(live, jf) { // stale
+			if err := os.Remove(filepath.Join(j.dir, NextFile)); err != nil {
+				return nil, fmt.Errorf("journal: %w", err)
 			}
 		}
 	}
-	end, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		f.Close()
+	files = []*journalFile{act} // closed on error
+	if err := syncDir(j.dir); err != nil && !j.noSync {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j.f = f
+	end, err := act.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j.f, j.gen = act.f, act.hdr.gen
 	j.size = end
 	j.checkDueLocked()
 	return c, nil
 }
 
-func header() []byte { return []byte{magic[0], magic[1], magic[2], Version, 0, 0, 0, 0} }
+// newJournalFile makes an empty journal of generation gen, named
+// JournalFile, durably (written beside, fsynced, renamed).
+func (j *Journal) newJournalFile(gen uint32) (*journalFile, error) {
+	tmp := filepath.Join(j.dir, JournalFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	err = writeHeaderAt(f, Version, gen)
+	if err == nil {
+		err = j.fsync(f)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(j.dir, JournalFile))
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &journalFile{name: JournalFile, f: f, hdr: fileHeader{Version, gen}, good: 8, size: 8}, nil
+}
 
-func writeHeader(f *os.File) error {
-	if _, err := f.Write(header()); err != nil {
+func header(gen uint32) []byte {
+	return binary.LittleEndian.AppendUint32([]byte{magic[0], magic[1], magic[2], Version}, gen)
+}
+
+// writeHeaderAt writes a header at the start of f and leaves f's offset
+// after it.
+func writeHeaderAt(f *os.File, version byte, gen uint32) error {
+	h := header(gen)
+	h[3] = version
+	if _, err := f.WriteAt(h, 0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if _, err := f.Seek(8, io.SeekStart); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
 }
 
 // Encode is a snapshot file holding records (what Rewrite writes), for a
-// copy of the state made elsewhere.
+// copy of the state made elsewhere: generation 0, so that a directory
+// holding it alone starts from it.
 func Encode(records func(emit func([]byte))) []byte {
-	b := header()
+	b := header(0)
 	records(func(p []byte) { b = frame(b, p) })
 	return b
 }
@@ -211,11 +430,8 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 	if len(data) < 8 {
 		return nil, 0, nil
 	}
-	if !bytes.Equal(data[:3], magic[:]) {
-		return nil, 0, errors.New("not a confpay-fakeserver data file (bad magic)")
-	}
-	if data[3] != Version {
-		return nil, 0, fmt.Errorf("%w %d (this build reads version %d); use the confpay-fakeserver that wrote it", ErrVersion, data[3], Version)
+	if _, err := readHeader(data); err != nil {
+		return nil, 0, err
 	}
 	off := 8
 	for {
@@ -285,13 +501,14 @@ func (j *Journal) appendedLocked(n int) uint64 {
 
 // checkDueLocked updates RewriteDue's answer (mu held).
 func (j *Journal) checkDueLocked() {
-	j.due.Store(j.size > max(j.rewriteAt, j.snapSize))
+	j.due.Store(!j.rewriting && (j.fold || j.size > max(j.rewriteAt, j.snapSize)))
 }
 
 // RewriteDue reports whether the journal has grown past the larger of the
-// snapshot's size and SetRewriteAt's (DefaultRewriteAt): then a Rewrite
-// keeps the directory, and the next start's replay, in proportion to the
-// state. It takes no lock.
+// snapshot's size and SetRewriteAt's (DefaultRewriteAt), and no rewrite
+// runs: then a rewrite keeps the directory, and the next start's replay,
+// in proportion to the state. It also reports true after an Open that
+// must fold (see Open). It takes no lock.
 func (j *Journal) RewriteDue() bool { return j.due.Load() }
 
 // SetRewriteAt sets the journal size from which RewriteDue reports true
@@ -319,7 +536,9 @@ func (j *Journal) Appended() uint64 {
 // without holding mu (Append goes on meanwhile), then wakes the others.
 // A waiter whose record came in while a flush ran waits for that flush
 // to end and then for the next, which the first of them leads and which
-// covers all of them: one fsync per batch, not per record.
+// covers all of them: one fsync per batch, not per record. After a
+// StartRewrite switched files, the leader first finishes the old file
+// (its records come first).
 func (j *Journal) Wait(n uint64) error {
 	if j.durable.Load() >= n {
 		return nil
@@ -361,11 +580,27 @@ func (j *Journal) Wait(n uint64) error {
 			j.mu.Lock()
 			j.gather = nil
 		}
-		data, upTo, f := j.buf, j.appended, j.f
+		data, upTo, f, ret := j.buf, j.appended, j.f, j.retired
+		dirSync := j.dirSync == f
 		j.buf = j.spare[:0]
+		j.retired = nil
 		j.mu.Unlock()
 		t0 := time.Now()
-		err := j.writeSync(f, data)
+		var err error
+		if ret != nil {
+			err = j.writeSync(ret.f, ret.buf)
+			if cerr := ret.f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("journal: %w", cerr)
+			}
+		}
+		if err == nil {
+			err = j.writeSync(f, data)
+		}
+		if err == nil && dirSync && !j.noSync {
+			if err = syncDir(j.dir); err != nil {
+				err = fmt.Errorf("journal: fsync: %w", err)
+			}
+		}
 		took := time.Since(t0)
 		j.mu.Lock()
 		j.flushing = false
@@ -373,6 +608,9 @@ func (j *Journal) Wait(n uint64) error {
 		if err != nil {
 			j.err = err
 		} else {
+			if dirSync && j.dirSync == f {
+				j.dirSync = nil
+			}
 			j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
 			j.synced = upTo
 			j.durable.Store(upTo)
@@ -401,6 +639,20 @@ func (j *Journal) writeSync(f *os.File, data []byte) error {
 // test holds or fails an fsync with it).
 func (j *Journal) SetSync(fn func(*os.File) error) { j.syncHook.Store(&fn) }
 
+// SetRewriteHook makes StartRewrite's background phase call fn at each of
+// its steps (a test holds it there, or fails it): "switched" (appends go
+// to NextFile; nothing written yet), "snapshot-synced" (the new snapshot
+// written beside and fsynced), "snapshot-renamed" and "journal-renamed"
+// (done). An error from fn fails the rewrite there.
+func (j *Journal) SetRewriteHook(fn func(step string) error) { j.rewriteHook.Store(&fn) }
+
+func (j *Journal) step(name string) error {
+	if h := j.rewriteHook.Load(); h != nil {
+		return (*h)(name)
+	}
+	return nil
+}
+
 // syncFile is f.Sync (a test replaces it).
 var syncFile = (*os.File).Sync
 
@@ -418,43 +670,38 @@ func (j *Journal) fsync(f *os.File) error {
 	return nil
 }
 
-// Rewrite replaces the directory's contents with records (a snapshot) and
-// an empty journal, durably: the snapshot is written beside, fsynced and
-// renamed over the old one, then the journal is emptied. A crash in
-// between leaves the old snapshot and journal, or the new snapshot and
-// a journal whose records it already holds (replaying them is harmless:
-// records are whole states). Appends are held back while it runs.
-func (j *Journal) Rewrite(records func(emit func([]byte))) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.idleLocked()
-	if j.err != nil {
-		return j.err
-	}
+// writeSnapshot frames records into a snapshot of generation gen and
+// writes it durably: beside (in pieces of about 1 MiB), fsynced, renamed,
+// the directory fsynced. A snapshot is fsynced even with noSync: it
+// replaces the journals, and a machine crash must not leave a snapshot
+// that lost what they held.
+func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), background bool) (size int64, err error) {
 	tmp := filepath.Join(j.dir, SnapshotFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return 0, err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	b := header()
-	written := int64(0)
+	b := header(gen)
 	records(func(p []byte) {
-		b = frame(b, p)
-		if len(b) > 1<<20 {
-			w.Write(b)
-			written += int64(len(b))
+		if len(b)+8+len(p) > 1<<20 && err == nil {
+			_, err = f.Write(b)
+			size += int64(len(b))
 			b = b[:0]
 		}
+		b = frame(b, p)
 	})
-	w.Write(b)
-	written += int64(len(b))
-	err = w.Flush()
+	if err == nil {
+		_, err = f.Write(b)
+		size += int64(len(b))
+	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && background {
+		err = j.step("snapshot-synced")
 	}
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(j.dir, SnapshotFile))
@@ -462,41 +709,191 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	if err == nil {
 		err = syncDir(j.dir)
 	}
+	return size, err
+}
+
+// Rewrite replaces the directory's contents with records (a snapshot) and
+// an empty journal, durably, before it returns: the snapshot is written
+// beside, fsynced and renamed over the old one (from then on it stands
+// for every journal before it), then a new empty journal is renamed over
+// the old one. Appends are held back while it runs: Open's caller uses it
+// before it serves (a new directory, a long journal, a fold); a running
+// server uses StartRewrite.
+func (j *Journal) Rewrite(records func(emit func([]byte))) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.idleLocked()
+	for j.rewriting {
+		j.cond.Wait()
+	}
+	j.idleLocked()
+	if j.err != nil {
+		return j.err
+	}
+	gen := j.gen + 1
+	size, err := j.writeSnapshot(gen, records, false)
+	var jf *journalFile
 	if err == nil {
-		// The buffered records are older than the snapshot: drop them.
-		j.buf = j.buf[:0]
-		j.synced = j.appended
-		j.durable.Store(j.synced)
-		err = j.f.Truncate(0)
-		if err == nil {
-			_, err = j.f.Seek(0, io.SeekStart)
+		jf, err = j.newJournalFile(gen)
+	}
+	if err == nil {
+		err = os.Remove(filepath.Join(j.dir, NextFile))
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
 		}
-		if err == nil {
-			err = writeHeader(j.f)
-		}
-		if err == nil {
-			err = j.f.Sync()
-		}
-		j.snapSize, j.size = written, int64(len(header()))
-		j.checkDueLocked()
+	}
+	if err == nil {
+		err = syncDir(j.dir)
 	}
 	if err != nil {
+		if jf != nil {
+			jf.f.Close()
+		}
 		j.err = fmt.Errorf("journal: rewrite: %w", err)
 		return j.err
 	}
+	// The buffered records are older than the snapshot: drop them.
+	if j.retired != nil {
+		j.retired.f.Close()
+		j.retired = nil
+	}
+	j.f.Close()
+	j.f, j.gen, j.dirSync, j.fold = jf.f, gen, nil, false
+	j.buf = j.buf[:0]
+	j.synced = j.appended
+	j.durable.Store(j.synced)
+	j.snapSize, j.size = size, 8
+	j.checkDueLocked()
 	return nil
 }
 
-// Close writes what is buffered, closes the files and releases the lock.
+// StartRewrite folds the journal into a new snapshot without holding
+// back appends for the writing: the caller calls it under its own lock
+// with its state consistent, and records encodes that state now, in
+// memory (the payloads it emits are kept, and framed later: it must not
+// change them afterwards); at the same instant appends switch to a new journal file
+// (NextFile, the next generation). The snapshot's write, fsync and
+// rename, and the retiring of the old journal, run in the background
+// after StartRewrite returns, one rewrite at a time (RewriteDue is false
+// meanwhile); Close waits for it. An error there stops the journal: every
+// Wait fails from then on. See the package comment for what a crash
+// leaves at each step.
+func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
+	j.mu.Lock()
+	// A fold Open asked for is Rewrite's (the file NextFile may be the
+	// one appended to).
+	if j.err != nil || j.rewriting || j.closed || j.fold {
+		err := j.err
+		j.mu.Unlock()
+		return err
+	}
+	gen := j.gen + 1
+	j.rewriting = true // no other StartRewrite; RewriteDue false
+	j.checkDueLocked()
+	j.mu.Unlock()
+	// Appends come from the caller, which holds its lock: none meanwhile.
+	var recs [][]byte
+	size := int64(8)
+	records(func(p []byte) {
+		recs = append(recs, p)
+		size += int64(8 + len(p))
+	})
+	nf, err := os.OpenFile(filepath.Join(j.dir, NextFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		if err = writeHeaderAt(nf, Version, gen); err != nil {
+			nf.Close()
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		j.rewriting = false
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+		j.cond.Broadcast()
+		return j.err
+	}
+	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
+	j.buf = nil
+	j.f, j.gen, j.dirSync = nf, gen, nf
+	j.snapSize, j.size = size, 8
+	go j.finishRewrite(recs, gen)
+	return nil
+}
+
+// WaitRewrite waits until no rewrite runs in the background.
+func (j *Journal) WaitRewrite() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.rewriting {
+		j.cond.Wait()
+	}
+}
+
+// finishRewrite is StartRewrite's background phase.
+func (j *Journal) finishRewrite(recs [][]byte, gen uint32) {
+	err := j.step("switched")
+	if err == nil {
+		_, err = j.writeSnapshot(gen, func(emit func([]byte)) {
+			for i, p := range recs {
+				emit(p)
+				recs[i] = nil // garbage once framed
+			}
+		}, true)
+	}
+	recs = nil
+	if err == nil {
+		err = j.step("snapshot-renamed")
+	}
+	if err == nil {
+		// The snapshot holds every record of the old journal: those not
+		// yet flushed are durable now, and the file is done with.
+		j.mu.Lock()
+		j.idleLocked()
+		if ret := j.retired; ret != nil {
+			ret.f.Close()
+			j.retired = nil
+			if j.synced < ret.upTo {
+				j.synced = ret.upTo
+				j.durable.Store(ret.upTo)
+			}
+		}
+		j.mu.Unlock()
+		err = os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile))
+	}
+	if err == nil {
+		err = syncDir(j.dir)
+	}
+	if err == nil {
+		err = j.step("journal-renamed")
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting = false
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+	}
+	j.checkDueLocked()
+	j.cond.Broadcast()
+}
+
+// Close writes what is buffered, waits for a rewrite running in the
+// background, closes the files and releases the lock.
 func (j *Journal) Close() error {
 	err := j.Wait(j.Appended())
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	for j.rewriting {
+		j.cond.Wait()
+	}
 	j.idleLocked()
 	if j.closed {
 		return nil
 	}
 	j.closed = true
+	if j.retired != nil {
+		j.retired.f.Close()
+		j.retired = nil
+	}
 	if j.f != nil {
 		if cerr := j.f.Close(); err == nil {
 			err = cerr
