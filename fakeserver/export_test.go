@@ -35,25 +35,25 @@ func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
 func SetRewriteHook(s *Server, fn func(step string) error) { s.jr.SetRewriteHook(fn) }
 
 // RewritePause folds s's data directory into a new snapshot now, as a
-// running server does (StartRewrite), or wholly under s.mu as before
-// (whole), and returns how long s.mu was held; it returns once the
-// background phase has ended too.
+// running server does (a fuzzy snapshot in chunks), or wholly under s.mu
+// as before (whole), and returns the longest time s.mu was held at once
+// by the rewrite; it returns once the rewrite has ended.
 func RewritePause(s *Server, whole bool) time.Duration {
+	s.rewriteHold.Store(0)
 	s.mu.Mutex.Lock()
 	t0 := time.Now()
-	var err error
 	if whole {
-		err = s.jr.Rewrite(s.snapshotLocked)
+		if err := s.jr.Rewrite(s.snapshotLocked); err != nil {
+			panic(err)
+		}
 	} else {
-		err = s.jr.StartRewrite(s.snapshotLocked)
+		s.startRewriteLocked()
 	}
 	held := time.Since(t0)
 	s.mu.Mutex.Unlock()
-	if err != nil {
-		panic(err)
-	}
+	s.rewriting.Wait()
 	s.jr.WaitRewrite()
-	return held
+	return max(held, time.Duration(s.rewriteHold.Load()))
 }
 
 // WithDataDirRewriteAt makes the data directory write a new snapshot once

@@ -639,11 +639,12 @@ func (j *Journal) writeSync(f *os.File, data []byte) error {
 // test holds or fails an fsync with it).
 func (j *Journal) SetSync(fn func(*os.File) error) { j.syncHook.Store(&fn) }
 
-// SetRewriteHook makes StartRewrite's background phase call fn at each of
+// SetRewriteHook makes a rewrite's background phase call fn at each of
 // its steps (a test holds it there, or fails it): "switched" (appends go
-// to NextFile; nothing written yet), "snapshot-synced" (the new snapshot
-// written beside and fsynced), "snapshot-renamed" and "journal-renamed"
-// (done). An error from fn fails the rewrite there.
+// to NextFile; nothing written yet; StartRewrite's, or the caller's
+// through Step), the caller's own steps (Step), "snapshot-synced" (the
+// new snapshot written beside and fsynced), "snapshot-renamed" and
+// "journal-renamed" (done). An error from fn fails the rewrite there.
 func (j *Journal) SetRewriteHook(fn func(step string) error) { j.rewriteHook.Store(&fn) }
 
 func (j *Journal) step(name string) error {
@@ -767,57 +768,86 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	return nil
 }
 
-// StartRewrite folds the journal into a new snapshot without holding
-// back appends for the writing: the caller calls it under its own lock
-// with its state consistent, and records encodes that state now, in
-// memory (the payloads it emits are kept, and framed later: it must not
-// change them afterwards); at the same instant appends switch to a new journal file
-// (NextFile, the next generation). The snapshot's write, fsync and
-// rename, and the retiring of the old journal, run in the background
-// after StartRewrite returns, one rewrite at a time (RewriteDue is false
-// meanwhile); Close waits for it. An error there stops the journal: every
-// Wait fails from then on. See the package comment for what a crash
-// leaves at each step.
+// StartRewrite folds the journal into a new snapshot with the state
+// encoded at once: BeginRewrite, records (the caller's state, consistent
+// under its lock, encoded now; the payloads it emits are kept and framed
+// later: it must not change them afterwards), then FinishRewrite in the
+// background. Close waits for it. The server encodes in chunks instead
+// (BeginRewrite, FinishRewrite).
 func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
-	j.mu.Lock()
-	// A fold Open asked for is Rewrite's (the file NextFile may be the
-	// one appended to).
-	if j.err != nil || j.rewriting || j.closed || j.fold {
-		err := j.err
-		j.mu.Unlock()
+	if err := j.BeginRewrite(); err != nil {
 		return err
 	}
-	gen := j.gen + 1
-	j.rewriting = true // no other StartRewrite; RewriteDue false
-	j.checkDueLocked()
-	j.mu.Unlock()
-	// Appends come from the caller, which holds its lock: none meanwhile.
 	var recs [][]byte
-	size := int64(8)
-	records(func(p []byte) {
-		recs = append(recs, p)
-		size += int64(8 + len(p))
-	})
+	records(func(p []byte) { recs = append(recs, p) })
+	go j.finishRewrite(recs, j.step("switched")) //nolint:errcheck // an error stops the journal
+	return nil
+}
+
+// BeginRewrite starts folding the journal into a new snapshot without
+// holding back appends: the caller calls it under its own lock, and at
+// that instant appends switch to a new journal file (NextFile, the next
+// generation). The caller then gathers the snapshot's records, then calls
+// FinishRewrite with them (or AbortRewrite), one rewrite at a time
+// (RewriteDue is false meanwhile); Close waits for it. The snapshot need
+// not be one instant's state (a fuzzy snapshot): the new journal is
+// replayed over it on Open, so it is sound when replaying every record
+// appended since BeginRewrite over it gives the state, and when every
+// record a part of it reflects is durable (Wait) before FinishRewrite is
+// called. An error stops the journal. It returns nil without starting
+// when a rewrite runs or the journal is stopped (its error then), and
+// when a fold Open asked for is due (Rewrite's).
+func (j *Journal) BeginRewrite() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || j.rewriting || j.closed || j.fold {
+		if j.err == nil && (j.rewriting || j.closed || j.fold) {
+			return errNoRewrite
+		}
+		return j.err
+	}
+	gen := j.gen + 1
 	nf, err := os.OpenFile(filepath.Join(j.dir, NextFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err == nil {
 		if err = writeHeaderAt(nf, Version, gen); err != nil {
 			nf.Close()
 		}
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	if err != nil {
-		j.rewriting = false
 		j.err = fmt.Errorf("journal: rewrite: %w", err)
 		j.cond.Broadcast()
 		return j.err
 	}
+	j.rewriting = true // no other rewrite; RewriteDue false
 	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
 	j.buf = nil
 	j.f, j.gen, j.dirSync = nf, gen, nf
-	j.snapSize, j.size = size, 8
-	go j.finishRewrite(recs, gen)
+	j.snapSize, j.size = 0, 8
+	j.checkDueLocked()
 	return nil
+}
+
+// errNoRewrite is BeginRewrite's answer when it cannot start one now.
+var errNoRewrite = errors.New("journal: a rewrite runs, or the journal is closed or due a fold")
+
+// IsNoRewrite reports whether err is BeginRewrite's "not now" (a rewrite
+// already runs, or the journal is closed or due a fold), not a failure.
+func IsNoRewrite(err error) bool { return errors.Is(err, errNoRewrite) }
+
+// FailRewrite ends a rewrite BeginRewrite started with err (a step of
+// the caller's failed): the journal stops, as when FinishRewrite fails.
+func (j *Journal) FailRewrite(err error) { _ = j.finishRewrite(nil, err) }
+
+// AbortRewrite ends a rewrite BeginRewrite started without a snapshot (the
+// caller is closing): the directory keeps both journals, which Open
+// replays and folds; no other rewrite starts in this run.
+func (j *Journal) AbortRewrite() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting = false
+	j.fold = true // NextFile is the file appended to: a later rewrite must not truncate it
+	j.checkDueLocked()
+	j.cond.Broadcast()
 }
 
 // WaitRewrite waits until no rewrite runs in the background.
@@ -829,11 +859,27 @@ func (j *Journal) WaitRewrite() {
 	}
 }
 
-// finishRewrite is StartRewrite's background phase.
-func (j *Journal) finishRewrite(recs [][]byte, gen uint32) {
-	err := j.step("switched")
+// Step calls the rewrite hook (SetRewriteHook) at a step of the
+// caller's own, while a rewrite runs; an error from it is the caller's to
+// act on (AbortRewrite, or FinishRewrite's).
+func (j *Journal) Step(name string) error { return j.step(name) }
+
+// FinishRewrite ends the rewrite BeginRewrite started: it writes recs as
+// the snapshot of the new generation (beside, fsynced, renamed), then
+// renames the new journal over the old one. It does not hold the
+// caller's lock; see the package comment for what a crash leaves at each
+// step. An error stops the journal (every Wait fails from then on) and is
+// returned.
+func (j *Journal) FinishRewrite(recs [][]byte) error { return j.finishRewrite(recs, nil) }
+
+// finishRewrite is FinishRewrite after err (nil, or a failed step).
+func (j *Journal) finishRewrite(recs [][]byte, err error) error {
+	j.mu.Lock()
+	gen := j.gen
+	j.mu.Unlock()
+	var size int64
 	if err == nil {
-		_, err = j.writeSnapshot(gen, func(emit func([]byte)) {
+		size, err = j.writeSnapshot(gen, func(emit func([]byte)) {
 			for i, p := range recs {
 				emit(p)
 				recs[i] = nil // garbage once framed
@@ -872,8 +918,12 @@ func (j *Journal) finishRewrite(recs [][]byte, gen uint32) {
 	if err != nil && j.err == nil {
 		j.err = fmt.Errorf("journal: rewrite: %w", err)
 	}
+	if err == nil {
+		j.snapSize = size
+	}
 	j.checkDueLocked()
 	j.cond.Broadcast()
+	return j.err
 }
 
 // Close writes what is buffered, waits for a rewrite running in the
