@@ -56,6 +56,10 @@ func RewritePause(s *Server, whole bool) time.Duration {
 	return max(held, time.Duration(s.rewriteHold.Load()))
 }
 
+// WithDataDirRewriteAlways makes the data directory start a new snapshot
+// at every commit while none is being written (rewrites mid-load).
+func WithDataDirRewriteAlways() Option { return func(o *options) { o.dataRewriteAlways = true } }
+
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).
 func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewriteAt = n } }

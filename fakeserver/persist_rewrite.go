@@ -84,7 +84,7 @@ type netPlan struct {
 func (s *Server) rewriteLocked() {
 	// An answer appended before the switch (closeSlot) and not yet kept
 	// in the store would be in neither the snapshot nor J: wait for none.
-	if !s.jr.RewriteDue() || s.q.keeping.Load() > 0 {
+	if !(s.jr.RewriteDue() || s.opts.dataRewriteAlways) || s.q.keeping.Load() > 0 {
 		return
 	}
 	s.startRewriteLocked()

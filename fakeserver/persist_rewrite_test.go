@@ -224,13 +224,14 @@ func TestDataDirRewriteDoesNotStall(t *testing.T) {
 }
 
 // TestDataDirRewriteCrash: a kill -9 at each step of a rewrite's
-// background phase (the files as they stand while the step is held,
+// background phase (after the switch, after a chunk of the fuzzy
+// snapshot, once it is encoded, past its barrier, and the file steps) (the files as they stand while the step is held,
 // copied to a new directory) leaves a directory that loads to exactly
 // the acknowledged state, creates answered after the switch included;
 // the loader leaves one snapshot and one journal, and a second restart
 // loads the same.
 func TestDataDirRewriteCrash(t *testing.T) {
-	for _, step := range []string{"switched", "snapshot-synced", "snapshot-renamed", "journal-renamed"} {
+	for _, step := range []string{"switched", "chunk", "encoded", "barrier", "snapshot-synced", "snapshot-renamed", "journal-renamed"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			srv, alice, release := rewriteHeld(t, dir, step)

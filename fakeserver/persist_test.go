@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,9 +90,18 @@ func buildState(t *testing.T, srv *fakeserver.Server) {
 // exactly (the direct API's full snapshot, the clock, each held payment),
 // and the restored timers still run: the pending transfers confirm and
 // the pending held payment expires on the restored clock.
+//
+// With rewrites mid-load (a fuzzy snapshot started at every commit while
+// none runs, so that chunks, the journal since the switch, aborted
+// rewrites at Close and folds at Open all take part) the same holds.
 func TestDataDirRestart(t *testing.T) {
+	t.Run("journal", func(t *testing.T) { testDataDirRestart(t) })
+	t.Run("rewrites", func(t *testing.T) { testDataDirRestart(t, fakeserver.WithDataDirRewriteAlways()) })
+}
+
+func testDataDirRestart(t *testing.T, extra ...fakeserver.Option) {
 	dir := t.TempDir()
-	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour)}
+	opts := append([]fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour)}, extra...)
 	srv := fakeserver.New(t, opts...)
 	buildState(t, srv)
 	before, now := srv.Snapshot(), srv.Now()
@@ -100,6 +110,11 @@ func TestDataDirRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
+	if len(extra) > 0 {
+		if gen := binary.LittleEndian.Uint32(readFile(t, dir, journal.SnapshotFile)[4:8]); gen < 3 {
+			t.Fatalf("the snapshot is of generation %d: not rewritten while loading", gen)
+		}
+	}
 
 	srv2 := fakeserver.New(t, opts...)
 	if srv2.DataDirWasEmpty() {

@@ -187,6 +187,7 @@ type options struct {
 	chaos              *chaosConfig               // WithChaos (chaos.go)
 	dataNoSync         bool
 	dataRewriteAt      int64 // the journal size for a new snapshot (a test's; journal.DefaultRewriteAt)
+	dataRewriteAlways  bool  // a test's: a new snapshot at every commit while none is being written
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
