@@ -56,6 +56,21 @@ func RewritePause(s *Server, whole bool) time.Duration {
 	return max(held, time.Duration(s.rewriteHold.Load()))
 }
 
+// StartRewrite starts s's data directory rewrite now, as a commit does
+// once the journal has outgrown the snapshot; WaitRewrite waits for its
+// end.
+func StartRewrite(s *Server) {
+	s.mu.Mutex.Lock()
+	s.startRewriteLocked()
+	s.mu.Mutex.Unlock()
+}
+
+// WaitRewrite waits until no rewrite of s's data directory runs.
+func WaitRewrite(s *Server) {
+	s.rewriting.Wait()
+	s.jr.WaitRewrite()
+}
+
 // WithDataDirRewriteAlways makes the data directory start a new snapshot
 // at every commit while none is being written (rewrites mid-load).
 func WithDataDirRewriteAlways() Option { return func(o *options) { o.dataRewriteAlways = true } }

@@ -266,6 +266,9 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	m := s.boundLocked()
 	s.noteHold(time.Since(t0))
 	s.mu.Mutex.Unlock()
+	if m.ticket > 0 && s.testHook != nil {
+		s.testHook("rewrite-barrier-waits") // for records held behind a slot
+	}
 	if !s.waitTickets(m.ticket) {
 		fail(nil)
 		return
