@@ -36,10 +36,15 @@ func SetRewriteHook(s *Server, fn func(step string) error) { s.jr.SetRewriteHook
 
 // RewritePause folds s's data directory into a new snapshot now, as a
 // running server does (a fuzzy snapshot in chunks), or wholly under s.mu
-// as before (whole), and returns the longest time s.mu was held at once
-// by the rewrite; it returns once the rewrite has ended.
-func RewritePause(s *Server, whole bool) time.Duration {
+// as before (whole). It returns how long s.mu was held by the switch (by
+// the whole rewrite when whole), the longest hold of s.mu by one of the
+// fuzzy rewrite's later sections (its chunks and barrier), and the
+// longest hold of hooks.mu by its hooks.Dump; it returns once the
+// rewrite has ended.
+func RewritePause(s *Server, whole bool) (switched, chunk, hooksDump time.Duration) {
+	WaitRewrite(s) // one the commits started (Rewrite under s.mu would wait for it forever)
 	s.rewriteHold.Store(0)
+	s.rewriteHooksHold.Store(0)
 	s.mu.Mutex.Lock()
 	t0 := time.Now()
 	if whole {
@@ -51,9 +56,8 @@ func RewritePause(s *Server, whole bool) time.Duration {
 	}
 	held := time.Since(t0)
 	s.mu.Mutex.Unlock()
-	s.rewriting.Wait()
-	s.jr.WaitRewrite()
-	return max(held, time.Duration(s.rewriteHold.Load()))
+	WaitRewrite(s)
+	return held, time.Duration(s.rewriteHold.Load()), time.Duration(s.rewriteHooksHold.Load())
 }
 
 // StartRewrite starts s's data directory rewrite now, as a commit does

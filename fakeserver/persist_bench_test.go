@@ -142,11 +142,13 @@ func TestDataDirRestartTime(t *testing.T) {
 }
 
 // TestDataDirRewritePause measures how long a snapshot rewrite holds the
-// server's lock with many transfers stored
+// server's lock at once with many transfers stored
 // (CONFPAY_REWRITE_PAUSE_TRANSFERS, default 2,000): the whole rewrite
-// under the lock (as before the background write) against the encoding
-// alone (journal.StartRewrite), alternating in the same process on the
-// same state, three rounds (BENCHMARKS.md).
+// under the lock (as before the fuzzy snapshot) against the longest
+// single hold of a running server's rewrite (the switch, noting what
+// exists, then each chunk of the fuzzy snapshot and its barrier),
+// alternating in the same process on the same state, three rounds
+// (BENCHMARKS.md).
 func TestDataDirRewritePause(t *testing.T) {
 	n := 2_000
 	if v := os.Getenv("CONFPAY_REWRITE_PAUSE_TRANSFERS"); v != "" {
@@ -161,9 +163,10 @@ func TestDataDirRewritePause(t *testing.T) {
 	defer srv.Close()
 	createTransfers(t, srv, n)
 	for round := range 3 {
-		whole := fakeserver.RewritePause(srv, true)
-		encode := fakeserver.RewritePause(srv, false)
-		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite, %v by a background one's encoding", round, n, whole, encode)
+		whole, _, _ := fakeserver.RewritePause(srv, true)
+		switched, chunk, dump := fakeserver.RewritePause(srv, false)
+		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite; by a fuzzy one %v at its switch, at most %v by a chunk or its barrier (hooks.mu %v by its Dump)",
+			round, n, whole, switched, chunk, dump)
 	}
 }
 

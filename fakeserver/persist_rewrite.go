@@ -225,7 +225,9 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	s.mu.Mutex.Unlock()
 	rec := func() *batch { return &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq} }
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		t0 := time.Now()
 		c := s.hooks.Dump(name, encodePayload)
+		s.noteHooksHold(time.Since(t0))
 		for subs := range slices.Chunk(c.Subs, rewriteChunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}
@@ -293,6 +295,17 @@ func (s *Server) noteHold(d time.Duration) {
 	for {
 		old := s.rewriteHold.Load()
 		if int64(d) <= old || s.rewriteHold.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
+}
+
+// noteHooksHold records how long hooks.Dump held hooks.mu (a section
+// that records an event waits for it), for RewritePause.
+func (s *Server) noteHooksHold(d time.Duration) {
+	for {
+		old := s.rewriteHooksHold.Load()
+		if int64(d) <= old || s.rewriteHooksHold.CompareAndSwap(old, int64(d)) {
 			return
 		}
 	}

@@ -128,7 +128,8 @@ type Server struct {
 	rewriting sync.WaitGroup // a snapshot rewrite's goroutine (persist_rewrite.go)
 	// rewriteHold is the longest a rewrite's section held s.mu, in ns
 	// (persist_rewrite.go; a test reads it).
-	rewriteHold atomic.Int64
+	rewriteHold      atomic.Int64
+	rewriteHooksHold atomic.Int64 // the same for hooks.mu (hooks.Dump)
 
 	// testHook, set by tests only (export_test.go), is called at named
 	// points: "keyed-ran" (a request under an Idempotency-Key ran, its

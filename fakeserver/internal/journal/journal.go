@@ -719,7 +719,8 @@ func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), bac
 // for every journal before it), then a new empty journal is renamed over
 // the old one. Appends are held back while it runs: Open's caller uses it
 // before it serves (a new directory, a long journal, a fold); a running
-// server uses StartRewrite.
+// server uses BeginRewrite. It waits for a rewrite BeginRewrite started:
+// its caller must not hold a lock that rewrite needs.
 func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
