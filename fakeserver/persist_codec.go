@@ -13,9 +13,8 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 )
 
-// The data directory's record encoding (journal format versions 2 and 3,
-// 3 adding itemHeldGone; see
-// persist.go). A record is a series of items, each a kind byte and a
+// The data directory's record encoding (journal format versions 2 and
+// 3, which adds itemHeldGone; see persist.go). A record is a series of items, each a kind byte and a
 // 24-bit length-prefixed body; a group of records (persist_hooks.go) is
 // their concatenation. Inside a body: strings and byte strings are 24-bit
 // length-prefixed, integers 64-bit big-endian, a time is its Unix seconds
