@@ -56,8 +56,9 @@ import (
 // At start the snapshot and the journal are replayed record by record
 // (later states of a thing replace earlier ones; persist_codec.go has the
 // binary encoding) and the indexes and timers rebuilt. The journal is
-// folded into a new snapshot only once it outgrows the snapshot
-// (rewriteLocked): at start, or while running.
+// folded into a new snapshot only once it outgrows the snapshot: at
+// start (journal.Rewrite, under s.mu), or while running (rewriteLocked: a
+// fuzzy snapshot encoded in chunks, persist_rewrite.go).
 
 // stateMu is s.mu: a mutex whose Unlock commits (see above).
 type stateMu struct {
