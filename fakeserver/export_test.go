@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"os"
 	"slices"
+	"time"
 )
 
 // Test-only views of the server's inside, for the external tests.
@@ -31,6 +32,55 @@ func SetFsync(s *Server, fn func(*os.File) error) { s.jr.SetSync(fn) }
 
 // JournalFlushes is how many group commits s's data directory made.
 func JournalFlushes(s *Server) uint64 { return s.jr.Flushes() }
+
+// SetRewriteHook makes s's data directory call fn at each step of a
+// rewrite's background phase (journal.Journal.SetRewriteHook).
+func SetRewriteHook(s *Server, fn func(step string) error) { s.jr.SetRewriteHook(fn) }
+
+// RewritePause folds s's data directory into a new snapshot now, as a
+// running server does (a fuzzy snapshot in chunks), or wholly under s.mu
+// as before (whole). It returns how long s.mu was held by the switch (by
+// the whole rewrite when whole), the longest hold of s.mu by one of the
+// fuzzy rewrite's later sections (its chunks and barrier), and the
+// longest hold of hooks.mu by its hooks.Dump; it returns once the
+// rewrite has ended.
+func RewritePause(s *Server, whole bool) (switched, chunk, hooksDump time.Duration) {
+	WaitRewrite(s) // one the commits started (Rewrite under s.mu would wait for it forever)
+	s.rewriteHold.Store(0)
+	s.rewriteHooksHold.Store(0)
+	s.mu.Mutex.Lock()
+	t0 := time.Now()
+	if whole {
+		if err := s.jr.Rewrite(s.snapshotLocked); err != nil {
+			panic(err)
+		}
+	} else {
+		s.startRewriteLocked()
+	}
+	held := time.Since(t0)
+	s.mu.Mutex.Unlock()
+	WaitRewrite(s)
+	return held, time.Duration(s.rewriteHold.Load()), time.Duration(s.rewriteHooksHold.Load())
+}
+
+// StartRewrite starts s's data directory rewrite now, as a commit does
+// once the journal has outgrown the snapshot; WaitRewrite waits for its
+// end.
+func StartRewrite(s *Server) {
+	s.mu.Mutex.Lock()
+	s.startRewriteLocked()
+	s.mu.Mutex.Unlock()
+}
+
+// WaitRewrite waits until no rewrite of s's data directory runs.
+func WaitRewrite(s *Server) {
+	s.rewriting.Wait()
+	s.jr.WaitRewrite()
+}
+
+// WithDataDirRewriteAlways makes the data directory start a new snapshot
+// at every commit while none is being written (rewrites mid-load).
+func WithDataDirRewriteAlways() Option { return func(o *options) { o.dataRewriteAlways = true } }
 
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).

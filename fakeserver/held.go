@@ -82,10 +82,11 @@ func (b *heldBook) init() {
 // pruneLocked forgets the payments decided or expired before the 30-day
 // history window at now (the direct API's records and the expired ones'
 // 409), at most once per hour of server time, so that an agent held at
-// its cap for months keeps memory flat. Payments still waiting stay.
-func (b *heldBook) pruneLocked(now time.Time) {
+// its cap for months keeps memory flat. Payments still waiting stay. It
+// returns the ids forgotten (the data directory writes them).
+func (b *heldBook) pruneLocked(now time.Time) (gone []string) {
 	if now.Sub(b.lastPrune) < time.Hour && !now.Before(b.lastPrune) {
-		return
+		return nil
 	}
 	b.lastPrune = now
 	cutoff := now.Add(-hooks.HistoryWindow)
@@ -97,11 +98,13 @@ func (b *heldBook) pruneLocked(now time.Time) {
 		}
 		delete(b.all, h.id)
 		delete(b.byID, h.id)
+		gone = append(gone, h.id)
 	}
 	if i > 0 {
 		clear(b.order[:i])
 		b.order = append(b.order[:0:0], b.order[i:]...)
 	}
+	return gone
 }
 
 // window returns the agent's spend window, creating it.

@@ -517,7 +517,9 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 		requestedAt:  now,
 		expiresAt:    now.Add(s.opts.approvalWindow),
 	}
-	n.held.pruneLocked(now)
+	for _, id := range n.held.pruneLocked(now) {
+		s.markHeldGone(n, id)
+	}
 	n.held.byID[h.id] = h
 	n.held.record(h)
 	owner := h.agent.owner

@@ -56,8 +56,9 @@ import (
 // At start the snapshot and the journal are replayed record by record
 // (later states of a thing replace earlier ones; persist_codec.go has the
 // binary encoding) and the indexes and timers rebuilt. The journal is
-// folded into a new snapshot only once it outgrows the snapshot
-// (rewriteLocked): at start, or while running.
+// folded into a new snapshot only once it outgrows the snapshot: at
+// start (journal.Rewrite, under s.mu), or while running (rewriteLocked: a
+// fuzzy snapshot encoded in chunks, persist_rewrite.go).
 
 // stateMu is s.mu: a mutex whose Unlock commits (see above).
 type stateMu struct {
@@ -162,6 +163,7 @@ type dirtySet struct {
 	keys      map[*apiKey]struct{} // lazy when only usage changed
 	transfers map[*transfer]*network
 	held      map[*heldTx]*network
+	heldGone  []heldGoneRec // held payments pruned from the history
 	policies  map[policyKey]struct{}
 }
 
@@ -174,7 +176,7 @@ type policyKey struct {
 // clear empties d for the next section, keeping its maps: a section
 // that marks something would otherwise make them anew.
 func (d *dirtySet) clear() {
-	*d = dirtySet{accounts: d.accounts, keys: d.keys, transfers: d.transfers, held: d.held, policies: d.policies}
+	*d = dirtySet{accounts: d.accounts, keys: d.keys, transfers: d.transfers, held: d.held, policies: d.policies, heldGone: d.heldGone[:0]}
 	clear(d.accounts)
 	clear(d.keys)
 	clear(d.transfers)
@@ -241,6 +243,17 @@ func (s *Server) markHeld(n *network, h *heldTx) {
 	s.dirty.any = true
 }
 
+// markHeldGone records that held payment id was pruned from n's history:
+// its record says so, so that neither an older record nor a snapshot
+// chunk taken before brings it back (persist_rewrite.go).
+func (s *Server) markHeldGone(n *network, id string) {
+	if s.jr == nil {
+		return
+	}
+	s.dirty.heldGone = append(s.dirty.heldGone, heldGoneRec{Network: n.name, ID: id})
+	s.dirty.any = true
+}
+
 // markClock records the clock's time (it moved).
 func (s *Server) markClock() {
 	if s.jr != nil {
@@ -263,6 +276,7 @@ type batch struct {
 	Books     []bookRec
 	Transfers []transferRec
 	Held      []heldRec
+	HeldGone  []heldGoneRec
 	Policies  []policyRec
 	Assets    []Asset
 	// Hooks is the webhook changes (persist_hooks.go), Idem the kept
@@ -342,6 +356,12 @@ type transferRec struct {
 	FailAtConfirm bool                   `json:"fail_at_confirm,omitempty"`
 	Note          string                 `json:"note,omitempty"`
 	Spend         *spendRec              `json:"spend,omitempty"` // the agent's spend window entry
+}
+
+// heldGoneRec is a held payment pruned from the history (itemHeldGone).
+type heldGoneRec struct {
+	Network confpay.Network
+	ID      string
 }
 
 type spendRec struct {
@@ -493,7 +513,7 @@ func (s *Server) batchLocked() *batch {
 	r := &s.rec
 	b := &r.b
 	*b = batch{Accounts: b.Accounts[:0], Keys: b.Keys[:0], Books: b.Books[:0], Transfers: b.Transfers[:0], Held: b.Held[:0],
-		Policies: b.Policies[:0], Idem: b.Idem[:0], HeldSeq: b.HeldSeq}
+		HeldGone: b.HeldGone[:0], Policies: b.Policies[:0], Idem: b.Idem[:0], HeldSeq: b.HeldSeq}
 	s.headLocked(b)
 	return b
 }
@@ -558,6 +578,7 @@ func (s *Server) flushLocked(enter *slot) mark {
 	for h, n := range d.held {
 		b.Held = append(b.Held, heldRecOf(n, h))
 	}
+	b.HeldGone = append(b.HeldGone, d.heldGone...)
 	for k := range d.policies {
 		if p := k.n.policies[k.agent]; p != nil && s.accounts[k.agent] != nil {
 			b.Policies = append(b.Policies, policyRecOf(k.n, k.agent, p))
@@ -1020,29 +1041,6 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		}
 	}
 	return len(l.accounts) == 0, nil
-}
-
-// rewriteLocked folds the journal into a new snapshot once it has
-// outgrown the last one (journal.RewriteDue), so that neither the
-// directory nor the replay at the next start grows without bound: every
-// write to the journal costs at most one more write to a snapshot,
-// amortized. It runs under s.mu, with the state consistent, and only when
-// no request under an Idempotency-Key has its slot in the commit order
-// (the snapshot would hold its effects without its answer, which a crash
-// could then separate; a request whose slot has not entered has changed
-// nothing) and no kept answer is on its way to the store; the commit
-// after the last such request closes does it. The snapshot is
-// written beside and renamed (journal.Rewrite), so a crash during it
-// loses nothing. The operations waiting meanwhile wait for the rewrite
-// (its cost: BENCHMARKS.md).
-func (s *Server) rewriteLocked() {
-	if !s.jr.RewriteDue() || len(s.q.items) > 0 || s.q.keeping.Load() > 0 {
-		return
-	}
-	if err := s.jr.Rewrite(s.snapshotLocked); err != nil {
-		// The journal is stopped: every wait fails and no answer is sent.
-		return
-	}
 }
 
 // WithDataDir keeps the server's state in directory dir (created 0700 if

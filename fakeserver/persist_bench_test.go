@@ -149,6 +149,35 @@ func TestDataDirRestartTime(t *testing.T) {
 	}
 }
 
+// TestDataDirRewritePause measures how long a snapshot rewrite holds the
+// server's lock at once with many transfers stored
+// (CONFPAY_REWRITE_PAUSE_TRANSFERS, default 2,000): the whole rewrite
+// under the lock (as before the fuzzy snapshot) against the longest
+// single hold of a running server's rewrite (the switch, noting what
+// exists, then each chunk of the fuzzy snapshot and its barrier),
+// alternating in the same process on the same state, three rounds
+// (BENCHMARKS.md).
+func TestDataDirRewritePause(t *testing.T) {
+	n := 2_000
+	if v := os.Getenv("CONFPAY_REWRITE_PAUSE_TRANSFERS"); v != "" {
+		if _, err := fmtSscan(v, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := fakeserver.Open(fakeserver.WithDataDir(t.TempDir()), fakeserver.WithDataDirNoSync(), fakeserver.WithoutListener())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	createTransfers(t, srv, n)
+	for round := range 3 {
+		whole, _, _ := fakeserver.RewritePause(srv, true)
+		switched, chunk, dump := fakeserver.RewritePause(srv, false)
+		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite; by a fuzzy one %v at its switch, at most %v by a chunk or its barrier (hooks.mu %v by its Dump)",
+			round, n, whole, switched, chunk, dump)
+	}
+}
+
 // createTransfers makes n transfers of 0.01 USDG from a new @alice to a
 // new @bob through srv's handler, and logs the time they took and the
 // slowest create.

@@ -13,8 +13,8 @@ import (
 	"github.com/confpay/confpay-go/fakeserver/internal/ledger"
 )
 
-// The data directory's record encoding (journal format version 2; see
-// persist.go). A record is a series of items, each a kind byte and a
+// The data directory's record encoding (journal format versions 2 and
+// 3, which adds itemHeldGone; see persist.go). A record is a series of items, each a kind byte and a
 // 24-bit length-prefixed body; a group of records (persist_hooks.go) is
 // their concatenation. Inside a body: strings and byte strings are 24-bit
 // length-prefixed, integers 64-bit big-endian, a time is its Unix seconds
@@ -39,6 +39,7 @@ const (
 	itemEvent    = 10
 	itemDelivery = 11
 	itemIdem     = 12
+	itemHeldGone = 13 // format version 3
 )
 
 // itemDecoders decodes one item's body into l, by kind.
@@ -55,6 +56,7 @@ var itemDecoders = [...]func(*dec, *loaded) error{
 	itemEvent:    decEvent,
 	itemDelivery: decDelivery,
 	itemIdem:     decIdem,
+	itemHeldGone: decHeldGone,
 }
 
 // encode is b as one record.
@@ -80,6 +82,7 @@ func (b *batch) appendTo(w *wbuf) {
 	items(w, itemBook, b.Books, encBook)
 	items(w, itemTransfer, b.Transfers, encTransfer)
 	items(w, itemHeld, b.Held, encHeld)
+	items(w, itemHeldGone, b.HeldGone, encHeldGone)
 	if b.Hooks != nil {
 		items(w, itemSub, b.Hooks.Subs, encSub)
 		items(w, itemEvent, b.Hooks.Events, encEvent)
@@ -588,6 +591,21 @@ func decHeld(d *dec, l *loaded) error {
 		return fmt.Errorf("a held payment names network %q", r.Network)
 	}
 	l.held[r.Network].put(r.ID, r)
+	return nil
+}
+
+func encHeldGone(w *wbuf, r *heldGoneRec) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+}
+
+// decHeldGone forgets a held payment pruned from the history.
+func decHeldGone(d *dec, l *loaded) error {
+	net, id := d.net(), d.str()
+	if !validNet(net) {
+		return fmt.Errorf("a held payment names network %q", net)
+	}
+	l.held[net].drop(id)
 	return nil
 }
 

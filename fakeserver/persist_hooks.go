@@ -270,8 +270,9 @@ type commitQueue struct {
 	free  [][]byte
 
 	// keeping counts the answers appended (closeSlot) and not yet kept
-	// in the store: a snapshot taken meanwhile would miss them
-	// (rewriteLocked waits for none).
+	// in the store: a rewrite that switched journals meanwhile would have
+	// them in neither its snapshot nor its journal (rewriteLocked starts
+	// when there is none).
 	keeping atomic.Int32
 
 	mu      sync.Mutex
@@ -403,7 +404,9 @@ func (s *Server) drainLocked() {
 			}
 			continue
 		}
-		group = append(group, it.p)
+		if it.p != nil { // nil: a rewrite's barrier (persist_rewrite.go)
+			group = append(group, it.p)
+		}
 		last = it.ticket
 	}
 	// The rest moves to the front: the queue keeps its array.
@@ -412,6 +415,12 @@ func (s *Server) drainLocked() {
 	s.q.items = s.q.items[:n]
 	s.q.group = group
 	if len(group) == 0 {
+		if last > 0 { // only barriers
+			s.q.mu.Lock()
+			s.q.done, s.q.doneSeq = last, max(s.q.doneSeq, s.jr.Appended())
+			s.q.cond.Broadcast()
+			s.q.mu.Unlock()
+		}
 		return
 	}
 	// A group is its records one after the other (persist_codec.go),

@@ -61,9 +61,15 @@ func (rc *restartReceiver) attempts() []time.Time {
 // retry is retried at its exact instant on the restored virtual clock,
 // signed with the restored secret; a request replayed under its key
 // after the restart gets the identical stored answer.
+// With rewrites mid-load (see TestDataDirRestart) the same holds.
 func TestDataDirRestartWebhooks(t *testing.T) {
+	t.Run("journal", func(t *testing.T) { testDataDirRestartWebhooks(t) })
+	t.Run("rewrites", func(t *testing.T) { testDataDirRestartWebhooks(t, fakeserver.WithDataDirRewriteAlways()) })
+}
+
+func testDataDirRestartWebhooks(t *testing.T, extra ...fakeserver.Option) {
 	dir := t.TempDir()
-	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutDeliveryJitter()}
+	opts := append([]fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutDeliveryJitter()}, extra...)
 	srv := fakeserver.New(t, opts...)
 	rc := newRestartReceiver(t)
 	rc.srv.Store(srv)

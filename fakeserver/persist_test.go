@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,9 +90,18 @@ func buildState(t *testing.T, srv *fakeserver.Server) {
 // exactly (the direct API's full snapshot, the clock, each held payment),
 // and the restored timers still run: the pending transfers confirm and
 // the pending held payment expires on the restored clock.
+//
+// With rewrites mid-load (a fuzzy snapshot started at every commit while
+// none runs, so that chunks, the journal since the switch, aborted
+// rewrites at Close and folds at Open all take part) the same holds.
 func TestDataDirRestart(t *testing.T) {
+	t.Run("journal", func(t *testing.T) { testDataDirRestart(t) })
+	t.Run("rewrites", func(t *testing.T) { testDataDirRestart(t, fakeserver.WithDataDirRewriteAlways()) })
+}
+
+func testDataDirRestart(t *testing.T, extra ...fakeserver.Option) {
 	dir := t.TempDir()
-	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour)}
+	opts := append([]fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour)}, extra...)
 	srv := fakeserver.New(t, opts...)
 	buildState(t, srv)
 	before, now := srv.Snapshot(), srv.Now()
@@ -100,6 +110,11 @@ func TestDataDirRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
+	if len(extra) > 0 {
+		if gen := binary.LittleEndian.Uint32(readFile(t, dir, journal.SnapshotFile)[4:8]); gen < 3 {
+			t.Fatalf("the snapshot is of generation %d: not rewritten while loading", gen)
+		}
+	}
 
 	srv2 := fakeserver.New(t, opts...)
 	if srv2.DataDirWasEmpty() {
@@ -239,9 +254,10 @@ var restartOptions = cmp.Options{
 	snapshotOptions[1], snapshotOptions[2],
 }
 
-// FuzzDataDirLoad: a damaged journal (flipped, cut or foreign bytes) is
-// a clear error or a clean recovery to its last complete record, never a
-// panic; and a server that starts on it answers.
+// FuzzDataDirLoad: a damaged journal (flipped, cut or foreign bytes, a
+// wrong generation or version) is a clear error or a clean recovery to
+// its last complete record, never a panic; and a server that starts on it
+// answers.
 func FuzzDataDirLoad(f *testing.F) {
 	dir := f.TempDir()
 	srv := fakeserver.NewServer(fakeserver.WithDataDir(dir), fakeserver.WithoutListener())
@@ -273,9 +289,15 @@ func FuzzDataDirLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	srv.Close()
+	// The fuzzed journal is the directory's only file (no snapshot, so
+	// generation 0): the run's journal, of its snapshot's generation,
+	// taken as generation 0 (Encode's, for the framed seeds below).
+	f.Add(slices.Concat(data[:4], []byte{1, 0, 0, 0}, data[8:])) // a generation the (absent) snapshot does not have
+	data[4], data[5], data[6], data[7] = 0, 0, 0, 0
 	f.Add(data)
 	f.Add(data[:len(data)/2])
 	f.Add([]byte("CPJ\x02\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00"))
+	f.Add(slices.Concat([]byte("CPJ\x02"), data[4:])) // the previous format
 	// Well-framed records (good checksums) whose contents are wrong: the
 	// decoder, not the framing, must refuse them. The journal's records
 	// each alone, an item of an unknown kind, an item cut short, a record

@@ -125,6 +125,11 @@ type Server struct {
 
 	closing   chan struct{} // closed by Close: held requests give up
 	closeOnce sync.Once
+	rewriting sync.WaitGroup // a snapshot rewrite's goroutine (persist_rewrite.go)
+	// rewriteHold is the longest a rewrite's section held s.mu, in ns
+	// (persist_rewrite.go; a test reads it).
+	rewriteHold      atomic.Int64
+	rewriteHooksHold atomic.Int64 // the same for hooks.mu (hooks.Dump)
 
 	// testHook, set by tests only (export_test.go), is called at named
 	// points: "keyed-ran" (a request under an Idempotency-Key ran, its
@@ -183,6 +188,7 @@ type options struct {
 	chaos              *chaosConfig               // WithChaos (chaos.go)
 	dataNoSync         bool
 	dataRewriteAt      int64 // the journal size for a new snapshot (a test's; journal.DefaultRewriteAt)
+	dataRewriteAlways  bool  // a test's: a new snapshot at every commit while none is being written
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
@@ -482,6 +488,10 @@ func (s *Server) Close() {
 			s.mu.Mutex.Lock()
 			s.jrDone.Store(true)
 			s.mu.Mutex.Unlock()
+			s.q.mu.Lock()
+			s.q.cond.Broadcast() // a rewrite's barrier stops waiting
+			s.q.mu.Unlock()
+			s.rewriting.Wait()
 		}
 		close(s.closing)
 		if s.hs != nil {

@@ -9,17 +9,38 @@
 // every record appended while the previous one ran). Memory stays the
 // source of every answer; the directory is read once, by Open.
 //
-// File format (both files): an 8-byte header, "CPJ" + a format byte
-// (Version) + 4 reserved zero bytes, then records: a 4-byte little-endian
-// payload length, a 4-byte CRC-32C of the payload, the payload. A record
-// whose length, checksum or body is incomplete or wrong ends the journal:
-// everything from it on is a torn tail, dropped (and truncated away) on
-// Open. The snapshot is only ever replaced whole (written beside, fsynced,
-// renamed), so a bad record in it is corruption and Open refuses it.
+// File format (every file): an 8-byte header, "CPJ" + a format byte
+// (Version) + a 4-byte little-endian generation, then records: a 4-byte
+// little-endian payload length, a 4-byte CRC-32C of the payload, the
+// payload. A record whose length, checksum or body is incomplete or wrong
+// ends the journal: everything from it on is a torn tail, dropped (and
+// truncated away) on Open. The snapshot is only ever replaced whole
+// (written beside, fsynced, renamed), so a bad record in it is corruption
+// and Open refuses it.
+//
+// Generations: a snapshot of generation G holds everything the journals
+// of generations below G held; a journal of generation G holds what
+// happened after the snapshot of generation G was taken. A rewrite while
+// running (StartRewrite) takes the snapshot in memory under the caller's
+// lock and switches appends, at that instant, to a new journal file
+// (NextFile, generation G+1); the rest runs in the background: the
+// snapshot of generation G+1 is written beside, fsynced and renamed over
+// the old one, then the new journal is renamed over the old. Whatever
+// instant a crash stops it at, Open finds one of
+//
+//	snapshot G,   journal G                  (before the switch)
+//	snapshot G,   journal G,   journal.next G+1  (before the rename)
+//	snapshot G+1, journal G,   journal.next G+1  (between the renames)
+//	snapshot G+1, journal G+1                (done)
+//
+// and replays the snapshot, then each journal whose generation is not
+// below the snapshot's, in generation order, skipping the stale one: the
+// acknowledged state, with no record applied twice or lost. Version 2
+// (the same records, the generation bytes zero, no journal.next) is read
+// and rewritten as version 3 on Open.
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -28,14 +49,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Version is the format this package writes and reads: 2 since the
-// records' binary encoding (1 held JSON records).
-const Version = 2
+// Version is the format this package writes: 3 since the generations
+// (2 had the same records, without them; 1 held JSON records). Open reads
+// 2 and 3, and rewrites a version 2 directory as version 3.
+const Version = 3
+
+// oldestVersion is the oldest format Open reads.
+const oldestVersion = 2
 
 // DefaultRewriteAt is the journal size from which RewriteDue asks for a
 // new snapshot (also due once the journal outgrows the snapshot).
@@ -49,7 +75,10 @@ const MaxRecord = 64 << 20
 const (
 	SnapshotFile = "snapshot"
 	JournalFile  = "journal"
-	LockFile     = "LOCK"
+	// NextFile is the journal appended to while a rewrite runs in the
+	// background; it is renamed to JournalFile once the snapshot is.
+	NextFile = "journal.next"
+	LockFile = "LOCK"
 )
 
 var (
@@ -68,6 +97,7 @@ type Journal struct {
 	lock   *os.File
 
 	mu       sync.Mutex    // guards the fields below; never held across I/O but in Rewrite
+	cond     sync.Cond     // on mu: a flush or a rewrite ended
 	buf      []byte        // framed records not yet handed to a flush
 	spare    []byte        // the previous flush's buffer, reused
 	appended uint64        // records appended
@@ -75,8 +105,22 @@ type Journal struct {
 	flushing bool          // a Wait is writing and fsyncing (the leader)
 	flushed  chan struct{} // closed when the running flush ends (set while flushing)
 	f        *os.File
+	gen      uint32 // f's generation
 	closed   bool
 	err      error
+
+	// retired is the journal file a StartRewrite switched away from,
+	// with the records appended to it and not yet handed to a flush: the
+	// next flush writes and fsyncs them there before anything goes to
+	// the new file (so a record in the new file is never durable while
+	// one before it is not), or the rewrite drops them once its snapshot,
+	// which holds them, is in place.
+	retired *retiredFile
+	// dirSync is the new journal file whose directory entry is not yet
+	// fsynced: the first flush to it syncs the directory too.
+	dirSync   *os.File
+	rewriting bool // StartRewrite's background phase runs
+	fold      bool // Open found two journals, or version 2 files: RewriteDue
 
 	lastBatch uint64        // records the last flush carried
 	lastSync  time.Duration // how long it took
@@ -91,7 +135,14 @@ type Journal struct {
 	rewriteAt int64       // SetRewriteAt (mu)
 	due       atomic.Bool // size > max(rewriteAt, snapSize): RewriteDue
 
-	syncHook atomic.Pointer[func(*os.File) error] // SetSync
+	syncHook    atomic.Pointer[func(*os.File) error] // SetSync
+	rewriteHook atomic.Pointer[func(step string) error]
+}
+
+type retiredFile struct {
+	f    *os.File
+	buf  []byte
+	upTo uint64 // the last record appended to it
 }
 
 // Contents is what Open read: the snapshot's records, then the journal's,
@@ -103,9 +154,12 @@ type Contents struct {
 }
 
 // Open locks dir (creating it 0700 if needed), reads its snapshot and
-// journal, drops a torn tail from the journal, and opens the journal for
+// journals, drops a torn tail from the journal, and opens the journal for
 // appending. A second Open of the same directory, from this process or
-// another, fails while the first is open.
+// another, fails while the first is open. When Open found the traces of
+// a rewrite a crash interrupted (two journals) or a version 2 directory,
+// RewriteDue reports true: the caller's Rewrite then folds them into a
+// snapshot and one journal of the current format.
 func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
@@ -115,6 +169,7 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 		return nil, nil, err
 	}
 	j := &Journal{dir: dir, noSync: noSync, lock: lk, rewriteAt: DefaultRewriteAt}
+	j.cond.L = &j.mu
 	c, err := j.load()
 	if err != nil {
 		lk.Close()
@@ -123,83 +178,248 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	return j, c, nil
 }
 
-func (j *Journal) load() (*Contents, error) {
-	c := &Contents{}
-	snapPath := filepath.Join(j.dir, SnapshotFile)
-	snap, err := os.ReadFile(snapPath)
+// fileHeader is a file's format version and generation.
+type fileHeader struct {
+	version byte
+	gen     uint32
+}
+
+// readHeader checks data's header (data holds at least 8 bytes).
+func readHeader(data []byte) (fileHeader, error) {
+	if !bytes.Equal(data[:3], magic[:]) {
+		return fileHeader{}, errors.New("not a confpay-fakeserver data file (bad magic)")
+	}
+	v := data[3]
+	if v < oldestVersion || v > Version {
+		return fileHeader{}, fmt.Errorf("%w %d (this build reads versions %d and %d); use the confpay-fakeserver that wrote it", ErrVersion, v, oldestVersion, Version)
+	}
+	h := fileHeader{version: v, gen: binary.LittleEndian.Uint32(data[4:8])}
+	if v == 2 && h.gen != 0 {
+		return fileHeader{}, errors.New("a version 2 file with a generation (corrupt header)")
+	}
+	return h, nil
+}
+
+// journalFile is a journal file Open found.
+type journalFile struct {
+	name string
+	f    *os.File
+	hdr  fileHeader
+	recs [][]byte
+	good int64 // the length of its good prefix
+	size int64
+}
+
+func (j *Journal) load() (c *Contents, err error) {
+	c = &Contents{}
+	// Leftovers of a rewrite a crash interrupted: never part of the state.
+	for _, name := range []string{SnapshotFile + ".tmp", JournalFile + ".tmp"} {
+		if err := os.Remove(filepath.Join(j.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+	}
+	var snapHdr fileHeader
+	haveSnap := false
+	snap, err := os.ReadFile(filepath.Join(j.dir, SnapshotFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("journal: %w", err)
 	default:
-		recs, good, err := Decode(snap)
-		if err != nil {
-			return nil, fmt.Errorf("journal: %s: %w", snapPath, err)
+		if len(snap) < 8 {
+			return nil, fmt.Errorf("journal: %s is corrupt at byte 0 of %d (restore it from a backup)", filepath.Join(j.dir, SnapshotFile), len(snap))
 		}
+		if snapHdr, err = readHeader(snap); err != nil {
+			return nil, fmt.Errorf("journal: %s: %w", filepath.Join(j.dir, SnapshotFile), err)
+		}
+		recs, good, _ := Decode(snap)
 		if good != int64(len(snap)) {
-			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", snapPath, good, len(snap))
+			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d (restore it from a backup)", filepath.Join(j.dir, SnapshotFile), good, len(snap))
 		}
 		c.Snapshot = recs
 		j.snapSize = int64(len(snap))
+		haveSnap = true
 	}
-	path := filepath.Join(j.dir, JournalFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+	// The journals: JournalFile, and NextFile when a rewrite was running.
+	var files []*journalFile
+	defer func() {
+		if err != nil {
+			for _, jf := range files {
+				jf.f.Close()
+			}
+		}
+	}()
+	for _, name := range []string{JournalFile, NextFile} {
+		f, err := os.OpenFile(filepath.Join(j.dir, name), os.O_RDWR, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		jf := &journalFile{name: name, f: f}
+		files = append(files, jf)
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		jf.size = int64(len(data))
+		if len(data) < 8 {
+			// A torn header: a file created and never appended to (a
+			// record is appended only after its header is written). It
+			// takes the generation it would have had.
+			jf.hdr = fileHeader{version: Version, gen: snapHdr.gen}
+			if name == NextFile {
+				jf.hdr.gen = snapHdr.gen + 1
+				if len(files) == 2 {
+					jf.hdr.gen = files[0].hdr.gen + 1
+				}
+			}
+			continue
+		}
+		if jf.hdr, err = readHeader(data); err != nil {
+			return nil, fmt.Errorf("journal: %s: %w", filepath.Join(j.dir, name), err)
+		}
+		jf.recs, jf.good, _ = Decode(data)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("journal: %w", err)
+	// Which journals follow the snapshot: those of its generation and
+	// the next, in order; an older one is stale (the snapshot holds it).
+	var live []*journalFile
+	for _, jf := range files {
+		switch {
+		case jf.hdr.gen < snapHdr.gen:
+		case len(live) == 0 && jf.hdr.gen == snapHdr.gen,
+			len(live) == 1 && jf.hdr.gen == live[0].hdr.gen+1:
+			live = append(live, jf)
+		default:
+			return nil, fmt.Errorf("journal: %s (generation %d) does not follow %s (generation %d): the directory mixes files of different runs (restore a backup into an empty directory)",
+				jf.name, jf.hdr.gen, SnapshotFile, snapHdr.gen)
+		}
 	}
-	if len(data) == 0 {
-		if err := writeHeader(f); err != nil {
-			f.Close()
+	for i, jf := range live {
+		if jf.good < jf.size && i < len(live)-1 && len(live[i+1].recs) > 0 {
+			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d, and %s follows it", jf.name, jf.good, jf.size, live[i+1].name)
+		}
+		c.Journal = append(c.Journal, jf.recs...)
+	}
+	if haveSnap && snapHdr.version < Version {
+		j.fold = true
+	}
+	for _, jf := range live {
+		if jf.hdr.version < Version {
+			j.fold = true
+		}
+	}
+	// Appends go to the last live journal: after dropping its torn tail,
+	// under the name JournalFile unless a rewrite must fold two.
+	var act *journalFile
+	switch len(live) {
+	case 0:
+		if act, err = j.newJournalFile(snapHdr.gen); err != nil {
 			return nil, err
 		}
-	} else {
-		recs, good, err := Decode(data)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("journal: %s: %w", path, err)
-		}
-		c.Journal = recs
-		if good < int64(len(data)) {
-			c.Dropped = int64(len(data)) - good
-			if err := f.Truncate(good); err != nil {
-				f.Close()
+		files = append(files, act)
+	case 1:
+		act = live[0]
+	case 2:
+		act = live[1]
+		j.fold = true
+	}
+	if act.good < act.size || act.size < 8 {
+		c.Dropped = act.size - act.good
+		if act.good < 8 { // a torn header: write it whole
+			if err := act.f.Truncate(0); err != nil {
 				return nil, fmt.Errorf("journal: %w", err)
 			}
-			if err := j.fsync(f); err != nil {
-				f.Close()
+			if err := writeHeaderAt(act.f, Version, act.hdr.gen); err != nil {
 				return nil, err
+			}
+			act.good = 8
+		}
+		if err := act.f.Truncate(act.good); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		if err := j.fsync(act.f); err != nil {
+			return nil, err
+		}
+	}
+	if len(live) == 1 && act.name == NextFile {
+		// The rewrite's snapshot is in place; its last step was not.
+		if err := os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile)); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		act.name = JournalFile
+	}
+	for _, jf := range files {
+		if jf == act {
+			continue
+		}
+		jf.f.Close()
+		if jf.name == NextFile && !slices.Contains(live, jf) { // stale
+			if err := os.Remove(filepath.Join(j.dir, NextFile)); err != nil {
+				return nil, fmt.Errorf("journal: %w", err)
 			}
 		}
 	}
-	end, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		f.Close()
+	files = []*journalFile{act} // closed on error
+	if err := syncDir(j.dir); err != nil && !j.noSync {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j.f = f
+	end, err := act.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j.f, j.gen = act.f, act.hdr.gen
 	j.size = end
 	j.checkDueLocked()
 	return c, nil
 }
 
-func header() []byte { return []byte{magic[0], magic[1], magic[2], Version, 0, 0, 0, 0} }
+// newJournalFile makes an empty journal of generation gen, named
+// JournalFile, durably (written beside, fsynced, renamed).
+func (j *Journal) newJournalFile(gen uint32) (*journalFile, error) {
+	tmp := filepath.Join(j.dir, JournalFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	err = writeHeaderAt(f, Version, gen)
+	if err == nil {
+		err = j.fsync(f)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(j.dir, JournalFile))
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &journalFile{name: JournalFile, f: f, hdr: fileHeader{Version, gen}, good: 8, size: 8}, nil
+}
 
-func writeHeader(f *os.File) error {
-	if _, err := f.Write(header()); err != nil {
+func header(gen uint32) []byte {
+	return binary.LittleEndian.AppendUint32([]byte{magic[0], magic[1], magic[2], Version}, gen)
+}
+
+// writeHeaderAt writes a header at the start of f and leaves f's offset
+// after it.
+func writeHeaderAt(f *os.File, version byte, gen uint32) error {
+	h := header(gen)
+	h[3] = version
+	if _, err := f.WriteAt(h, 0); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if _, err := f.Seek(8, io.SeekStart); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
 }
 
 // Encode is a snapshot file holding records (what Rewrite writes), for a
-// copy of the state made elsewhere.
+// copy of the state made elsewhere: generation 0, so that a directory
+// holding it alone starts from it.
 func Encode(records func(emit func([]byte))) []byte {
-	b := header()
+	b := header(0)
 	records(func(p []byte) { b = frame(b, p) })
 	return b
 }
@@ -212,11 +432,8 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 	if len(data) < 8 {
 		return nil, 0, nil
 	}
-	if !bytes.Equal(data[:3], magic[:]) {
-		return nil, 0, errors.New("not a confpay-fakeserver data file (bad magic)")
-	}
-	if data[3] != Version {
-		return nil, 0, fmt.Errorf("%w %d (this build reads version %d); use the confpay-fakeserver that wrote it", ErrVersion, data[3], Version)
+	if _, err := readHeader(data); err != nil {
+		return nil, 0, err
 	}
 	off := 8
 	for {
@@ -286,13 +503,14 @@ func (j *Journal) appendedLocked(n int) uint64 {
 
 // checkDueLocked updates RewriteDue's answer (mu held).
 func (j *Journal) checkDueLocked() {
-	j.due.Store(j.size > max(j.rewriteAt, j.snapSize))
+	j.due.Store(!j.rewriting && (j.fold || j.size > max(j.rewriteAt, j.snapSize)))
 }
 
 // RewriteDue reports whether the journal has grown past the larger of the
-// snapshot's size and SetRewriteAt's (DefaultRewriteAt): then a Rewrite
-// keeps the directory, and the next start's replay, in proportion to the
-// state. It takes no lock.
+// snapshot's size and SetRewriteAt's (DefaultRewriteAt), and no rewrite
+// runs: then a rewrite keeps the directory, and the next start's replay,
+// in proportion to the state. It also reports true after an Open that
+// must fold (see Open). It takes no lock.
 func (j *Journal) RewriteDue() bool { return j.due.Load() }
 
 // SetRewriteAt sets the journal size from which RewriteDue reports true
@@ -320,16 +538,15 @@ func (j *Journal) Appended() uint64 {
 // without holding mu (Append goes on meanwhile), then wakes the others.
 // A waiter whose record came in while a flush ran waits for that flush
 // to end and then for the next, which the first of them leads and which
-// covers all of them: one fsync per batch, not per record. The end of a
-// flush closes a channel: its waiters wake at once and those it covered
-// return without taking mu (a broadcast on a condition variable made
-// each of them take mu in turn, the next leader among them).
+// covers all of them: one fsync per batch, not per record. After a
+// StartRewrite switched files, the leader first finishes the old file
+// (its records come first).
 func (j *Journal) Wait(n uint64) error {
+	if j.durable.Load() >= n {
+		return nil
+	}
+	j.mu.Lock()
 	for {
-		if j.durable.Load() >= n {
-			return nil
-		}
-		j.mu.Lock()
 		if j.synced >= n {
 			j.mu.Unlock()
 			return nil
@@ -340,77 +557,95 @@ func (j *Journal) Wait(n uint64) error {
 			return err
 		}
 		if j.flushing {
+			// The flush's end closes its channel: a waiter it covered
+			// returns without taking mu again (a broadcast made each
+			// take mu in turn).
 			ch := j.flushed
 			j.mu.Unlock()
 			<-ch
+			if j.durable.Load() >= n {
+				return nil
+			}
+			j.mu.Lock()
 			continue
 		}
 		if j.f == nil {
 			j.err = errors.New("journal: closed")
+			err := j.err
 			j.mu.Unlock()
-			return j.err
+			return err
 		}
-		j.flush()
-		j.mu.Unlock()
-	}
-}
-
-// flush writes and fsyncs every record appended so far, as the leader
-// (mu held on entry and on return, released meanwhile).
-func (j *Journal) flush() {
-	j.flushing = true
-	j.flushed = make(chan struct{})
-	// Gather: when the last flush carried several records (clients
-	// are running concurrently), wait up to half an fsync for as many
-	// to be appended, so that those the last flush answered, already
-	// on their next operation, join this flush rather than the next.
-	// Alone (a batch of one), a flush starts at once.
-	if want := j.lastBatch; want > 1 && j.appended-j.synced < want {
-		j.want = j.synced + want
-		ch := make(chan struct{})
-		j.gather = ch
-		j.mu.Unlock()
-		t := time.NewTimer(j.lastSync / 2)
-		select {
-		case <-ch:
-		case <-t.C:
+		j.flushing = true
+		j.flushed = make(chan struct{})
+		// Gather: when the last flush carried several records (clients
+		// are running concurrently), wait up to half an fsync for as many
+		// to be appended, so that those the last flush answered, already
+		// on their next operation, join this flush rather than the next.
+		// Alone (a batch of one), a flush starts at once.
+		if want := j.lastBatch; want > 1 && j.appended-j.synced < want {
+			j.want = j.synced + want
+			ch := make(chan struct{})
+			j.gather = ch
+			j.mu.Unlock()
+			t := time.NewTimer(j.lastSync / 2)
+			select {
+			case <-ch:
+			case <-t.C:
+			}
+			t.Stop()
+			j.mu.Lock()
+			j.gather = nil
 		}
-		t.Stop()
+		data, upTo, f, ret := j.buf, j.appended, j.f, j.retired
+		dirSync := j.dirSync == f
+		j.buf = j.spare[:0]
+		j.retired = nil
+		j.mu.Unlock()
+		t0 := time.Now()
+		var err error
+		if ret != nil {
+			err = j.writeSync(ret.f, ret.buf)
+			if cerr := ret.f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("journal: %w", cerr)
+			}
+		}
+		if err == nil {
+			err = j.writeSync(f, data)
+		}
+		if err == nil && dirSync && !j.noSync {
+			if err = syncDir(j.dir); err != nil {
+				err = fmt.Errorf("journal: fsync: %w", err)
+			}
+		}
+		took := time.Since(t0)
 		j.mu.Lock()
-		j.gather = nil
+		j.flushing = false
+		close(j.flushed)
+		j.flushed = nil
+		j.spare = data[:0]
+		j.flushes.Add(1)
+		if err != nil {
+			j.err = err
+		} else {
+			if dirSync && j.dirSync == f {
+				j.dirSync = nil
+			}
+			j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
+			j.synced = upTo
+			j.durable.Store(upTo)
+		}
+		j.cond.Broadcast()
 	}
-	data, upTo, f := j.buf, j.appended, j.f
-	j.buf = j.spare[:0]
-	j.mu.Unlock()
-	t0 := time.Now()
-	err := j.writeSync(f, data)
-	took := time.Since(t0)
-	j.mu.Lock()
-	j.spare = data[:0]
-	j.flushes.Add(1)
-	if err != nil {
-		j.err = err
-	} else {
-		j.lastBatch, j.lastSync = upTo-j.synced, min(took, 10*time.Millisecond)
-		j.synced = upTo
-		j.durable.Store(upTo)
-	}
-	j.flushing = false
-	close(j.flushed)
-	j.flushed = nil
 }
 
 // Flushes is how many group commits (a write and an fsync each) Wait
 // has made: a benchmark divides its operations by it.
 func (j *Journal) Flushes() uint64 { return j.flushes.Load() }
 
-// idleLocked waits until no flush runs (mu held, released meanwhile).
+// idleLocked waits until no flush runs (mu held).
 func (j *Journal) idleLocked() {
 	for j.flushing {
-		ch := j.flushed
-		j.mu.Unlock()
-		<-ch
-		j.mu.Lock()
+		j.cond.Wait()
 	}
 }
 
@@ -426,6 +661,21 @@ func (j *Journal) writeSync(f *os.File, data []byte) error {
 // SetSync makes j fsync its journal file with fn rather than f.Sync (a
 // test holds or fails an fsync with it).
 func (j *Journal) SetSync(fn func(*os.File) error) { j.syncHook.Store(&fn) }
+
+// SetRewriteHook makes a rewrite's background phase call fn at each of
+// its steps (a test holds it there, or fails it): "switched" (appends go
+// to NextFile; nothing written yet; StartRewrite's, or the caller's
+// through Step), the caller's own steps (Step), "snapshot-synced" (the
+// new snapshot written beside and fsynced), "snapshot-renamed" and
+// "journal-renamed" (done). An error from fn fails the rewrite there.
+func (j *Journal) SetRewriteHook(fn func(step string) error) { j.rewriteHook.Store(&fn) }
+
+func (j *Journal) step(name string) error {
+	if h := j.rewriteHook.Load(); h != nil {
+		return (*h)(name)
+	}
+	return nil
+}
 
 // syncFile is f.Sync (a test replaces it).
 var syncFile = (*os.File).Sync
@@ -444,43 +694,38 @@ func (j *Journal) fsync(f *os.File) error {
 	return nil
 }
 
-// Rewrite replaces the directory's contents with records (a snapshot) and
-// an empty journal, durably: the snapshot is written beside, fsynced and
-// renamed over the old one, then the journal is emptied. A crash in
-// between leaves the old snapshot and journal, or the new snapshot and
-// a journal whose records it already holds (replaying them is harmless:
-// records are whole states). Appends are held back while it runs.
-func (j *Journal) Rewrite(records func(emit func([]byte))) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.idleLocked()
-	if j.err != nil {
-		return j.err
-	}
+// writeSnapshot frames records into a snapshot of generation gen and
+// writes it durably: beside (in pieces of about 1 MiB), fsynced, renamed,
+// the directory fsynced. A snapshot is fsynced even with noSync: it
+// replaces the journals, and a machine crash must not leave a snapshot
+// that lost what they held.
+func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), background bool) (size int64, err error) {
 	tmp := filepath.Join(j.dir, SnapshotFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return 0, err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	b := header()
-	written := int64(0)
+	b := header(gen)
 	records(func(p []byte) {
-		b = frame(b, p)
-		if len(b) > 1<<20 {
-			w.Write(b)
-			written += int64(len(b))
+		if len(b)+8+len(p) > 1<<20 && err == nil {
+			_, err = f.Write(b)
+			size += int64(len(b))
 			b = b[:0]
 		}
+		b = frame(b, p)
 	})
-	w.Write(b)
-	written += int64(len(b))
-	err = w.Flush()
+	if err == nil {
+		_, err = f.Write(b)
+		size += int64(len(b))
+	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && background {
+		err = j.step("snapshot-synced")
 	}
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(j.dir, SnapshotFile))
@@ -488,41 +733,241 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	if err == nil {
 		err = syncDir(j.dir)
 	}
+	return size, err
+}
+
+// Rewrite replaces the directory's contents with records (a snapshot) and
+// an empty journal, durably, before it returns: the snapshot is written
+// beside, fsynced and renamed over the old one (from then on it stands
+// for every journal before it), then a new empty journal is renamed over
+// the old one. Appends are held back while it runs: Open's caller uses it
+// before it serves (a new directory, a long journal, a fold); a running
+// server uses BeginRewrite. It waits for a rewrite BeginRewrite started:
+// its caller must not hold a lock that rewrite needs.
+func (j *Journal) Rewrite(records func(emit func([]byte))) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.idleLocked()
+	for j.rewriting {
+		j.cond.Wait()
+	}
+	j.idleLocked()
+	if j.err != nil {
+		return j.err
+	}
+	gen := j.gen + 1
+	size, err := j.writeSnapshot(gen, records, false)
+	var jf *journalFile
 	if err == nil {
-		// The buffered records are older than the snapshot: drop them.
-		j.buf = j.buf[:0]
-		j.synced = j.appended
-		j.durable.Store(j.synced)
-		err = j.f.Truncate(0)
-		if err == nil {
-			_, err = j.f.Seek(0, io.SeekStart)
+		jf, err = j.newJournalFile(gen)
+	}
+	if err == nil {
+		err = os.Remove(filepath.Join(j.dir, NextFile))
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
 		}
-		if err == nil {
-			err = writeHeader(j.f)
-		}
-		if err == nil {
-			err = j.f.Sync()
-		}
-		j.snapSize, j.size = written, int64(len(header()))
-		j.checkDueLocked()
+	}
+	if err == nil {
+		err = syncDir(j.dir)
 	}
 	if err != nil {
+		if jf != nil {
+			jf.f.Close()
+		}
 		j.err = fmt.Errorf("journal: rewrite: %w", err)
 		return j.err
 	}
+	// The buffered records are older than the snapshot: drop them.
+	if j.retired != nil {
+		j.retired.f.Close()
+		j.retired = nil
+	}
+	j.f.Close()
+	j.f, j.gen, j.dirSync, j.fold = jf.f, gen, nil, false
+	j.buf = j.buf[:0]
+	j.synced = j.appended
+	j.durable.Store(j.synced)
+	j.snapSize, j.size = size, 8
+	j.checkDueLocked()
 	return nil
 }
 
-// Close writes what is buffered, closes the files and releases the lock.
+// StartRewrite folds the journal into a new snapshot with the state
+// encoded at once: BeginRewrite, records (the caller's state, consistent
+// under its lock, encoded now; the payloads it emits are kept and framed
+// later: it must not change them afterwards), then FinishRewrite in the
+// background. Close waits for it. The server encodes in chunks instead
+// (BeginRewrite, FinishRewrite).
+func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
+	if err := j.BeginRewrite(); err != nil {
+		return err
+	}
+	var recs [][]byte
+	records(func(p []byte) { recs = append(recs, p) })
+	go j.finishRewrite(recs, j.step("switched")) //nolint:errcheck // an error stops the journal
+	return nil
+}
+
+// BeginRewrite starts folding the journal into a new snapshot without
+// holding back appends: the caller calls it under its own lock, and at
+// that instant appends switch to a new journal file (NextFile, the next
+// generation). The caller then gathers the snapshot's records, then calls
+// FinishRewrite with them (or AbortRewrite), one rewrite at a time
+// (RewriteDue is false meanwhile); Close waits for it. The snapshot need
+// not be one instant's state (a fuzzy snapshot): the new journal is
+// replayed over it on Open, so it is sound when replaying every record
+// appended since BeginRewrite over it gives the state, and when every
+// record a part of it reflects is durable (Wait) before FinishRewrite is
+// called. An error stops the journal. It returns nil without starting
+// when a rewrite runs or the journal is stopped (its error then), and
+// when a fold Open asked for is due (Rewrite's).
+func (j *Journal) BeginRewrite() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil || j.rewriting || j.closed || j.fold {
+		if j.err == nil && (j.rewriting || j.closed || j.fold) {
+			return errNoRewrite
+		}
+		return j.err
+	}
+	gen := j.gen + 1
+	nf, err := os.OpenFile(filepath.Join(j.dir, NextFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		if err = writeHeaderAt(nf, Version, gen); err != nil {
+			nf.Close()
+		}
+	}
+	if err != nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+		j.cond.Broadcast()
+		return j.err
+	}
+	j.rewriting = true // no other rewrite; RewriteDue false
+	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
+	j.buf = nil
+	j.f, j.gen, j.dirSync = nf, gen, nf
+	j.snapSize, j.size = 0, 8
+	j.checkDueLocked()
+	return nil
+}
+
+// errNoRewrite is BeginRewrite's answer when it cannot start one now.
+var errNoRewrite = errors.New("journal: a rewrite runs, or the journal is closed or due a fold")
+
+// IsNoRewrite reports whether err is BeginRewrite's "not now" (a rewrite
+// already runs, or the journal is closed or due a fold), not a failure.
+func IsNoRewrite(err error) bool { return errors.Is(err, errNoRewrite) }
+
+// FailRewrite ends a rewrite BeginRewrite started with err (a step of
+// the caller's failed): the journal stops, as when FinishRewrite fails.
+func (j *Journal) FailRewrite(err error) { _ = j.finishRewrite(nil, err) }
+
+// AbortRewrite ends a rewrite BeginRewrite started without a snapshot (the
+// caller is closing): the directory keeps both journals, which Open
+// replays and folds; no other rewrite starts in this run.
+func (j *Journal) AbortRewrite() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting = false
+	j.fold = true // NextFile is the file appended to: a later rewrite must not truncate it
+	j.checkDueLocked()
+	j.cond.Broadcast()
+}
+
+// WaitRewrite waits until no rewrite runs in the background.
+func (j *Journal) WaitRewrite() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.rewriting {
+		j.cond.Wait()
+	}
+}
+
+// Step calls the rewrite hook (SetRewriteHook) at a step of the
+// caller's own, while a rewrite runs; an error from it is the caller's to
+// act on (AbortRewrite, or FinishRewrite's).
+func (j *Journal) Step(name string) error { return j.step(name) }
+
+// FinishRewrite ends the rewrite BeginRewrite started: it writes recs as
+// the snapshot of the new generation (beside, fsynced, renamed), then
+// renames the new journal over the old one. It does not hold the
+// caller's lock; see the package comment for what a crash leaves at each
+// step. An error stops the journal (every Wait fails from then on) and is
+// returned.
+func (j *Journal) FinishRewrite(recs [][]byte) error { return j.finishRewrite(recs, nil) }
+
+// finishRewrite is FinishRewrite after err (nil, or a failed step).
+func (j *Journal) finishRewrite(recs [][]byte, err error) error {
+	j.mu.Lock()
+	gen := j.gen
+	j.mu.Unlock()
+	var size int64
+	if err == nil {
+		size, err = j.writeSnapshot(gen, func(emit func([]byte)) {
+			for i, p := range recs {
+				emit(p)
+				recs[i] = nil // garbage once framed
+			}
+		}, true)
+	}
+	recs = nil
+	if err == nil {
+		err = j.step("snapshot-renamed")
+	}
+	if err == nil {
+		// The snapshot holds every record of the old journal: those not
+		// yet flushed are durable now, and the file is done with.
+		j.mu.Lock()
+		j.idleLocked()
+		if ret := j.retired; ret != nil {
+			ret.f.Close()
+			j.retired = nil
+			if j.synced < ret.upTo {
+				j.synced = ret.upTo
+				j.durable.Store(ret.upTo)
+			}
+		}
+		j.mu.Unlock()
+		err = os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile))
+	}
+	if err == nil {
+		err = syncDir(j.dir)
+	}
+	if err == nil {
+		err = j.step("journal-renamed")
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting = false
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+	}
+	if err == nil {
+		j.snapSize = size
+	}
+	j.checkDueLocked()
+	j.cond.Broadcast()
+	return j.err
+}
+
+// Close writes what is buffered, waits for a rewrite running in the
+// background, closes the files and releases the lock.
 func (j *Journal) Close() error {
 	err := j.Wait(j.Appended())
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	for j.rewriting {
+		j.cond.Wait()
+	}
 	j.idleLocked()
 	if j.closed {
 		return nil
 	}
 	j.closed = true
+	if j.retired != nil {
+		j.retired.f.Close()
+		j.retired = nil
+	}
 	if j.f != nil {
 		if cerr := j.f.Close(); err == nil {
 			err = cerr

@@ -1,7 +1,12 @@
 package journal
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -121,5 +126,69 @@ func TestAppendParts(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != "a" || got[1] != "bcdef" || got[2] != "g" || c.Dropped != 0 {
 		t.Fatalf("records %q (dropped %d)", got, c.Dropped)
+	}
+}
+
+// TestRewriteErrorStopsJournal: an error in a rewrite's background phase
+// stops the journal (every Wait fails after it), and the directory still
+// opens with every record (the old snapshot, the old journal and the new
+// one).
+func TestRewriteErrorStopsJournal(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(j.Append([]byte("a"))); err != nil {
+		t.Fatal(err)
+	}
+	fail := errors.New("disk full")
+	j.SetRewriteHook(func(step string) error {
+		if step == "snapshot-synced" {
+			return fail
+		}
+		return nil
+	})
+	if err := j.StartRewrite(func(emit func([]byte)) { emit([]byte("a")) }); err != nil {
+		t.Fatal(err)
+	}
+	n := j.Append([]byte("b")) // to the new journal
+	_ = j.Wait(n)              // durable, or failed by the rewrite
+	j.Close()                  // waits for the rewrite
+	if err := j.Wait(n + 1); !errors.Is(err, fail) {
+		t.Fatalf("Wait after a failed rewrite: %v, want %v", err, fail)
+	}
+	j2, c, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	var got []string
+	for _, p := range append(c.Snapshot, c.Journal...) {
+		got = append(got, string(p))
+	}
+	if !slices.Equal(got, []string{"a", "b"}) && !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("records after a failed rewrite: %q", got)
+	}
+	if !j2.RewriteDue() {
+		t.Fatal("two journals found and no fold due")
+	}
+}
+
+// TestOpenRefusesMixedGenerations: a journal whose generation does not
+// follow the snapshot's (a snapshot restored beside another run's
+// journal) is refused with a message, not replayed.
+func TestOpenRefusesMixedGenerations(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SnapshotFile), Encode(func(emit func([]byte)) { emit([]byte("s")) }), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	jr := binary.LittleEndian.AppendUint32([]byte("CPJ\x03"), 5)
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), frame(jr, []byte("x")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Open(dir, false)
+	if err == nil || !strings.Contains(err.Error(), "journal (generation 5) does not follow snapshot (generation 0)") {
+		t.Fatalf("Open: %v, want a generation mismatch", err)
 	}
 }
