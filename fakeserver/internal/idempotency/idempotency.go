@@ -163,9 +163,9 @@ func (st *Store) Len() int {
 // isLive reports whether e is still the entry of its owner and key.
 func (st *Store) isLive(e *Entry) bool { return st.entries[e.owner][e.key] == e }
 
-// add makes e the entry of its owner and key (which has none).
-func (st *Store) add(e *Entry) {
-	m := st.entries[e.owner]
+// add makes e the entry of its owner and key (which has none); m is the
+// owner's map, nil when it has none.
+func (st *Store) add(m map[string]*Entry, e *Entry) {
 	if m == nil {
 		m = map[string]*Entry{}
 		st.entries[e.owner] = m
@@ -227,12 +227,13 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	defer st.mu.Unlock()
 	st.expire(now)
 	st.compact()
-	e := st.entries[owner][key]
+	m := st.entries[owner] // looked up once: nil until the owner's first key
+	e := m[key]
 	if e != nil && now.Sub(e.created) >= TTL {
 		// Expired, though expire stopped at a younger entry before it in
 		// the order (the clock was set back in between).
 		st.drop(e)
-		e = nil
+		m, e = st.entries[owner], nil // drop deletes an owner's emptied map
 	}
 	if e != nil {
 		switch {
@@ -243,7 +244,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		}
 		return nil, Replay, e.answer(), time.Time{}
 	}
-	if len(st.entries[owner]) >= st.max {
+	if len(m) >= st.max {
 		retry := now.Add(TTL)
 		for _, e := range st.order {
 			if e.owner == owner && st.isLive(e) {
@@ -254,7 +255,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		return nil, Full, Answer{}, retry
 	}
 	e = &Entry{owner: owner, key: key, fp: fp, created: now}
-	st.add(e)
+	st.add(m, e)
 	st.order = append(st.order, e)
 	return e, Run, Answer{}, time.Time{}
 }
@@ -323,6 +324,6 @@ func (st *Store) Restore(r Record, now time.Time) {
 	}
 	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created}
 	e.keep(Answer{Status: r.Status, Body: r.Body})
-	st.add(e)
+	st.add(st.entries[r.Owner], e)
 	st.order = append(st.order, e)
 }
