@@ -285,7 +285,9 @@ func internKind(kind string) *string {
 			return &knownKinds[i]
 		}
 	}
-	return &kind
+	p := new(string) // not &kind: that would put every call's kind on the heap
+	*p = kind
+	return p
 }
 
 func (e *event) concerns(acct string) bool {

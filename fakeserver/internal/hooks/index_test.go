@@ -106,3 +106,11 @@ func TestInternKind(t *testing.T) {
 		t.Errorf("unknown kind: %q", *p)
 	}
 }
+
+// TestInternKindAllocates allocates only for a kind not known.
+func TestInternKindAllocates(t *testing.T) {
+	k := webhookverify.KindTransferInitiated
+	if n := testing.AllocsPerRun(100, func() { internKind(k) }); n != 0 {
+		t.Errorf("a known kind: %v allocations, want 0", n)
+	}
+}
