@@ -153,7 +153,7 @@ func (s *Server) routes() http.Handler {
 		// webhook may deliver to it (selfguard.go).
 		s.self.learnNetAddr(r.Context().Value(http.LocalAddrContextKey))
 		id := names.NewID("req_")
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id} // Set's, with the key already canonical
 		// Before the mux, which would answer an unclean path with a
 		// redirect to its clean form rather than refuse it.
 		if apiErr := s.admit(r); apiErr != nil {
@@ -215,7 +215,10 @@ func (s *Server) dispatch(pattern string, rs []route) http.Handler {
 	}
 	allow := strings.Join(methods, ", ") // the Allow header of a 405
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &call{s: s, w: w, r: r, reqID: w.Header().Get("X-Request-Id")}
+		c := &call{s: s, w: w, r: r}
+		if id := w.Header()["X-Request-Id"]; len(id) > 0 { // Get's, with the key already canonical
+			c.reqID = id[0]
+		}
 		if c.reqID == "" {
 			c.reqID = names.NewID("req_")
 			w.Header().Set("X-Request-Id", c.reqID)
@@ -494,6 +497,11 @@ func (s *Server) writeJSON(c *call, status int, v any) {
 	_ = json.NewEncoder(c.w).Encode(v)
 }
 
+// jsonContentType is the Content-Type header of every body writeRaw
+// writes, one slice shared by every answer (net/http only reads it; an
+// Add would copy it, its capacity being its length).
+var jsonContentType = []string{"application/json"}
+
 func (s *Server) writeRaw(c *call, status int, b []byte) {
 	s.durableFor(c) // persist.go: nothing is answered before it is durable
 	h := c.w.Header()
@@ -501,7 +509,7 @@ func (s *Server) writeRaw(c *call, status int, b []byte) {
 		h[k] = vs
 	}
 	if b != nil {
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonContentType
 	}
 	c.status = status
 	c.w.WriteHeader(status)

@@ -241,14 +241,20 @@ func txHash(chainID uint64, t *transfer) [32]byte {
 		b = append(b, 0)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(t.createdAt.UnixNano()))
-	return crypto.HashData(w.kh, b)
+	// crypto.HashData's steps, reading into w.sum: its result, read
+	// through the interface, would be a fresh heap copy each call.
+	w.kh.Reset()
+	_, _ = w.kh.Write(b)
+	_, _ = w.kh.Read(w.sum[:])
+	return w.sum
 }
 
-// txHasher is txHash's work space: the encoding's buffer (on the heap
-// once, as the hash's Write would put it there each time) and a Keccak
-// state.
+// txHasher is txHash's work space: the encoding's buffer and the hash's
+// output (on the heap once, as the hash's Write and Read would put them
+// there each time) and a Keccak state.
 type txHasher struct {
 	buf [128]byte
+	sum [32]byte
 	kh  crypto.KeccakState
 }
 

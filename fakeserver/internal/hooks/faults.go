@@ -96,7 +96,7 @@ func (h *Hooks) faultLocked(d *delivery) *Fault {
 		if f.Times > 0 && f.Used >= f.Times {
 			continue
 		}
-		if (f.WebhookID != "" && f.WebhookID != d.sub.id) || (f.Event != "" && f.Event != d.ev.Kind) {
+		if (f.WebhookID != "" && f.WebhookID != d.sub.id) || (f.Event != "" && f.Event != d.ev.Kind()) {
 			continue
 		}
 		if f.Action == FaultReorder && len(d.sub.held) > 0 {
@@ -120,7 +120,7 @@ func (h *Hooks) dispatchLocked(d *delivery) {
 	action := ""
 	f := h.faultLocked(d)
 	if f == nil && h.cfg.Chaos != nil {
-		f = h.cfg.Chaos(d.sub.acct, d.ev.Kind)
+		f = h.cfg.Chaos(d.sub.acct, d.ev.Kind())
 	}
 	if f != nil {
 		switch f.Action {

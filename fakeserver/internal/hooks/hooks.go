@@ -41,6 +41,7 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 	"github.com/confpay/confpay-go/fakeserver/internal/names"
+	"github.com/confpay/confpay-go/webhookverify"
 )
 
 const (
@@ -252,10 +253,10 @@ type deletion struct {
 // event is a recorded event: Event's fields, its audience shared with
 // the book's other events of the same audience. The log keeps every event
 // (a transfer makes two, then two more when it settles), so an event is
-// kept small: 112 bytes, every byte of them heap the server grows into.
+// kept small: 96 bytes, every byte of them heap the server grows into.
 type event struct {
 	ID      string
-	Kind    string
+	kind    *string // Event.Kind, shared (internKind)
 	At      time.Time
 	Payload Payload
 	aud     *[2]string // Event.Audience (book.audienceLocked)
@@ -267,6 +268,26 @@ type event struct {
 	forgotten [2]bool
 	gone      bool
 	seq       uint64
+}
+
+// Kind is the event's kind.
+func (e *event) Kind() string { return *e.kind }
+
+// knownKinds are the event kinds an event's kind points into.
+var knownKinds = webhookverify.Kinds()
+
+// internKind is kind as an event keeps it: a pointer into knownKinds
+// (8 bytes where the string is 16), or to a copy of its own for a kind
+// not known.
+func internKind(kind string) *string {
+	for i := range knownKinds {
+		if knownKinds[i] == kind {
+			return &knownKinds[i]
+		}
+	}
+	p := new(string) // not &kind: that would put every call's kind on the heap
+	*p = kind
+	return p
 }
 
 func (e *event) concerns(acct string) bool {
@@ -362,7 +383,7 @@ func (d *delivery) view() *confpay.Delivery {
 	v := &confpay.Delivery{
 		DeliveryID:     d.id,
 		EventID:        d.ev.ID,
-		Event:          confpay.EventKind(d.ev.Kind),
+		Event:          confpay.EventKind(d.ev.Kind()),
 		Status:         d.status,
 		Attempts:       d.attempts,
 		RetryCount:     max(0, d.attempts-1),
@@ -582,7 +603,7 @@ func (h *Hooks) Emit(net confpay.Network, es ...Event) {
 // emitLocked records e in b and starts its deliveries.
 func (h *Hooks) emitLocked(b *book, e *Event) {
 	b.pruneLocked(e.At)
-	ev := &event{ID: e.ID, Kind: e.Kind, At: e.At, Payload: e.Payload, aud: b.audienceLocked(e.Audience)}
+	ev := &event{ID: e.ID, kind: internKind(e.Kind), At: e.At, Payload: e.Payload, aud: b.audienceLocked(e.Audience)}
 	h.seq++
 	ev.seq = h.seq
 	h.noteEvent(b.net, ev)
@@ -906,7 +927,7 @@ func (h *Hooks) attempt(p *pool, j job) {
 	d.abort = cancel
 	body := d.ev.built()
 	out := outgoing{url: d.sub.url, secret: d.sub.secret, eventID: d.ev.ID, attempt: d.attempts}
-	payload, kind, at := d.ev.Payload, d.ev.Kind, d.ev.At
+	payload, kind, at := d.ev.Payload, d.ev.Kind(), d.ev.At
 	subID, deliveryID := d.sub.id, d.id
 	h.mu.Unlock()
 

@@ -6,6 +6,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/confpay/confpay-go/webhookverify"
+
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/clock"
 )
@@ -87,7 +89,33 @@ func TestEventKeepsLittle(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("sizes measured on 64-bit platforms")
 	}
-	if got := unsafe.Sizeof(event{}); got > 112 {
-		t.Errorf("an event is %d bytes, was 112", got)
+	if got := unsafe.Sizeof(event{}); got > 96 {
+		t.Errorf("an event is %d bytes, was 96", got)
 	}
 }
+
+// TestInternKind shares the known kinds' strings and keeps any other kind
+// as it is.
+func TestInternKind(t *testing.T) {
+	for _, k := range webhookverify.Kinds() {
+		if p := internKind(k); *p != k || p != internKind(k) {
+			t.Errorf("%s: %q, shared %v", k, *p, p == internKind(k))
+		}
+	}
+	if p := internKind("x.unknown"); *p != "x.unknown" {
+		t.Errorf("unknown kind: %q", *p)
+	}
+}
+
+// TestInternKindAllocates allocates only for a kind not known.
+func TestInternKindAllocates(t *testing.T) {
+	k := webhookverify.KindTransferInitiated
+	if n := testing.AllocsPerRun(100, func() { internEscaping(k) }); n != 0 {
+		t.Errorf("a known kind: %v allocations, want 0", n)
+	}
+}
+
+// internEscaping is internKind with its result escaping, as in emitLocked.
+//
+//go:noinline
+func internEscaping(k string) *string { return internKind(k) }

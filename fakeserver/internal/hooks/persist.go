@@ -168,7 +168,7 @@ func subRecord(net confpay.Network, sub *subscription) SubRecord {
 }
 
 func eventRecord(net confpay.Network, e *event, enc func(Payload) []byte) EventRecordP {
-	return EventRecordP{Network: net, ID: e.ID, Kind: e.Kind, At: e.At, Audience: *e.aud, Seq: e.seq,
+	return EventRecordP{Network: net, ID: e.ID, Kind: e.Kind(), At: e.At, Audience: *e.aud, Seq: e.seq,
 		Forgotten: e.forgotten, Gone: e.gone, Payload: enc(e.Payload)}
 }
 
@@ -269,7 +269,7 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 		if err != nil {
 			return err
 		}
-		e := &event{ID: r.ID, Kind: r.Kind, At: r.At, Payload: p, aud: b.audienceLocked(r.Audience), forgotten: r.Forgotten, gone: r.Gone, seq: r.Seq}
+		e := &event{ID: r.ID, kind: internKind(r.Kind), At: r.At, Payload: p, aud: b.audienceLocked(r.Audience), forgotten: r.Forgotten, gone: r.Gone, seq: r.Seq}
 		events[e.ID] = e
 		if e.gone {
 			continue

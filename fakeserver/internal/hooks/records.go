@@ -37,7 +37,7 @@ func (h *Hooks) Events(net confpay.Network, acct string) []EventRecord {
 	h.mu.Unlock()
 	out := make([]EventRecord, len(evs))
 	for i, e := range evs {
-		out[i] = EventRecord{ID: e.ID, Kind: e.Kind, At: e.At, Audience: *e.aud, Built: built[i], Payload: h.payload(e)}
+		out[i] = EventRecord{ID: e.ID, Kind: e.Kind(), At: e.At, Audience: *e.aud, Built: built[i], Payload: h.payload(e)}
 	}
 	return out
 }
@@ -51,7 +51,7 @@ func (h *Hooks) payload(e *event) []byte {
 	if body != nil {
 		return body
 	}
-	body = e.Payload.Build(e.ID, e.Kind, e.At)
+	body = e.Payload.Build(e.ID, e.Kind(), e.At)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.body == nil {

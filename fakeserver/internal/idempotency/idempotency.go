@@ -83,12 +83,39 @@ func (a Answer) Bytes() []byte {
 }
 
 // Entry is a key's place in the store, returned by Begin with Run.
+//
+// One is kept per key for a day, so it is kept small (112 bytes, a size
+// class below Answer's fields side by side): the answer is its status and
+// one Source, a body kept as bytes being a bodySource.
 type Entry struct {
 	owner, key string
 	fp         [32]byte
 	created    time.Time
+	status     int32 // the kept answer's status, once done
 	done       bool
-	answer     Answer
+	src        Source // the kept answer's body: a bodySource or the caller's Source
+}
+
+// bodySource is a body kept as its bytes.
+type bodySource []byte
+
+// AnswerBody returns the bytes.
+func (b bodySource) AnswerBody() []byte { return b }
+
+// keep stores a as e's answer.
+func (e *Entry) keep(a Answer) {
+	e.done, e.status, e.src = true, int32(a.Status), a.Source
+	if a.Source == nil {
+		e.src = bodySource(a.Body)
+	}
+}
+
+// answer is e's kept answer, as Keep was given it.
+func (e *Entry) answer() Answer {
+	if b, ok := e.src.(bodySource); ok {
+		return Answer{Status: int(e.status), Body: []byte(b)}
+	}
+	return Answer{Status: int(e.status), Source: e.src}
 }
 
 // Store keeps first answers. The zero value is not usable; use New.
@@ -136,9 +163,9 @@ func (st *Store) Len() int {
 // isLive reports whether e is still the entry of its owner and key.
 func (st *Store) isLive(e *Entry) bool { return st.entries[e.owner][e.key] == e }
 
-// add makes e the entry of its owner and key (which has none).
-func (st *Store) add(e *Entry) {
-	m := st.entries[e.owner]
+// add makes e the entry of its owner and key (which has none); m is the
+// owner's map, nil when it has none.
+func (st *Store) add(m map[string]*Entry, e *Entry) {
 	if m == nil {
 		m = map[string]*Entry{}
 		st.entries[e.owner] = m
@@ -200,12 +227,13 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	defer st.mu.Unlock()
 	st.expire(now)
 	st.compact()
-	e := st.entries[owner][key]
+	m := st.entries[owner] // looked up once: nil until the owner's first key
+	e := m[key]
 	if e != nil && now.Sub(e.created) >= TTL {
 		// Expired, though expire stopped at a younger entry before it in
 		// the order (the clock was set back in between).
 		st.drop(e)
-		e = nil
+		m, e = st.entries[owner], nil // drop deletes an owner's emptied map
 	}
 	if e != nil {
 		switch {
@@ -214,9 +242,9 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		case !e.done:
 			return nil, InUse, Answer{}, time.Time{}
 		}
-		return nil, Replay, e.answer, time.Time{}
+		return nil, Replay, e.answer(), time.Time{}
 	}
-	if len(st.entries[owner]) >= st.max {
+	if len(m) >= st.max {
 		retry := now.Add(TTL)
 		for _, e := range st.order {
 			if e.owner == owner && st.isLive(e) {
@@ -227,7 +255,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 		return nil, Full, Answer{}, retry
 	}
 	e = &Entry{owner: owner, key: key, fp: fp, created: now}
-	st.add(e)
+	st.add(m, e)
 	st.order = append(st.order, e)
 	return e, Run, Answer{}, time.Time{}
 }
@@ -236,7 +264,7 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 func (st *Store) Keep(e *Entry, a Answer) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	e.done, e.answer = true, a
+	e.keep(a)
 }
 
 // Live reports whether e is still its owner's entry for its key: a Reset
@@ -277,7 +305,7 @@ func (st *Store) Records(now time.Time) []Record {
 	var out []Record
 	for _, e := range st.order {
 		if e.done && st.isLive(e) && now.Sub(e.created) < TTL {
-			out = append(out, RecordOf(e, e.answer))
+			out = append(out, RecordOf(e, e.answer()))
 		}
 	}
 	return out
@@ -294,7 +322,8 @@ func (st *Store) Restore(r Record, now time.Time) {
 	if old := st.entries[r.Owner][r.Key]; old != nil {
 		st.drop(old)
 	}
-	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created, done: true, answer: Answer{Status: r.Status, Body: r.Body}}
-	st.add(e)
+	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created}
+	e.keep(Answer{Status: r.Status, Body: r.Body})
+	st.add(st.entries[r.Owner], e)
 	st.order = append(st.order, e)
 }

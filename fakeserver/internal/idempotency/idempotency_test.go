@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
@@ -140,3 +141,51 @@ func BenchmarkStoreMemory(b *testing.B) {
 		runtime.KeepAlive(st)
 	}
 }
+
+// TestEntryKeepsLittle keeps a key's entry at its size class: one is kept
+// per key for a day (BENCHMARKS.md, issue 27 item 5).
+func TestEntryKeepsLittle(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are for 64-bit platforms")
+	}
+	if got := unsafe.Sizeof(Entry{}); got > 112 {
+		t.Errorf("Entry is %d bytes, want at most 112", got)
+	}
+}
+
+// TestKeptAnswerRoundTrip returns a kept answer as Keep was given it, a
+// body or a Source, on a replay and in the records, and after Restore.
+func TestKeptAnswerRoundTrip(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := New(10)
+	fp := Fingerprint("POST", "/v1/transfers", nil)
+	e1, _, _, _ := st.Begin("alice", "body", fp, t0)
+	st.Keep(e1, Answer{Status: 402, Body: []byte(`{"code":"x"}`)})
+	e2, _, _, _ := st.Begin("alice", "src", fp, t0)
+	st.Keep(e2, Answer{Status: 201, Source: testSource(`{"id":"tr_1"}`)})
+	e3, _, _, _ := st.Begin("alice", "empty", fp, t0)
+	st.Keep(e3, Answer{Status: 204})
+	for _, c := range []struct {
+		key    string
+		status int
+		body   string
+		src    bool
+	}{{"body", 402, `{"code":"x"}`, false}, {"src", 201, `{"id":"tr_1"}`, true}, {"empty", 204, "", false}} {
+		_, v, a, _ := st.Begin("alice", c.key, fp, t0)
+		if v != Replay || a.Status != c.status || string(a.Bytes()) != c.body || (a.Source != nil) != c.src || (!c.src && string(a.Body) != c.body) {
+			t.Errorf("%s: %v %+v", c.key, v, a)
+		}
+	}
+	recs := st.Records(t0)
+	st2 := New(10)
+	for _, r := range recs {
+		st2.Restore(r, t0)
+	}
+	if got := st2.Records(t0); len(got) != 3 || string(got[0].Body) != `{"code":"x"}` || got[1].Status != 201 || string(got[1].Body) != `{"id":"tr_1"}` || got[2].Body != nil || got[2].Status != 204 {
+		t.Errorf("restored records %+v", got)
+	}
+}
+
+type testSource string
+
+func (s testSource) AnswerBody() []byte { return []byte(s) }
