@@ -87,6 +87,11 @@ func (s *Server) rewriteLocked() {
 	if !(s.jr.RewriteDue() || s.opts.dataRewriteAlways) || s.q.keeping.Load() > 0 {
 		return
 	}
+	// Close has stopped waiting for rewrites: a request it let finish
+	// must not start one (the next start folds the journal instead).
+	if s.jrDone.Load() {
+		return
+	}
 	s.startRewriteLocked()
 }
 

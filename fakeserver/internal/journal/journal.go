@@ -684,6 +684,11 @@ func (j *Journal) fsync(f *os.File) error {
 	if j.noSync {
 		return nil
 	}
+	return j.syncNow(f)
+}
+
+// syncNow fsyncs f, noSync or not.
+func (j *Journal) syncNow(f *os.File) error {
 	sync := syncFile
 	if h := j.syncHook.Load(); h != nil {
 		sync = *h
@@ -899,8 +904,17 @@ func (j *Journal) FinishRewrite(recs [][]byte) error { return j.finishRewrite(re
 // finishRewrite is FinishRewrite after err (nil, or a failed step).
 func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 	j.mu.Lock()
-	gen := j.gen
+	gen, next := j.gen, j.f
 	j.mu.Unlock()
+	if err == nil && j.noSync && next != nil {
+		// The snapshot's chunks may hold changes made after the switch,
+		// whose records are only in NextFile: with noSync they are in the
+		// operating system, not on the disk, and a machine crash after
+		// the snapshot stands would lose them from under it (half a
+		// transfer). So NextFile is fsynced first, noSync or not, as the
+		// snapshot itself is.
+		err = j.syncNow(next)
+	}
 	var size int64
 	if err == nil {
 		size, err = j.writeSnapshot(gen, func(emit func([]byte)) {
