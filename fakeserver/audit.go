@@ -251,7 +251,7 @@ func (s *Server) audit(ref string, only confpay.Network) ([]AuditFinding, error)
 			sub := &auditSubject{id: a.id, handle: a.handle, net: name, payments: map[string]audit.Payment{}}
 			rs := s.audits.Requests(auditOwner(a.id, name)) // the log's lock is a leaf
 			for _, r := range rs {
-				if t := n.transfers.byID[r.TransferID]; t != nil && r.Route == "POST /v1/transfers" {
+				if t := n.transfers.byID.get(r.TransferID); t != nil && r.Route == "POST /v1/transfers" {
 					sub.payments[t.id] = audit.Payment{TransferID: t.id, Digest: paymentDigest(t), At: t.createdAt}
 				}
 			}

@@ -348,7 +348,7 @@ func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*trans
 		key:          k,
 	}
 	t.txHash = txHash(n.chainID, t)
-	n.transfers.byID[t.id] = t
+	n.transfers.byID.put(t)
 	n.transfers.pending[t] = struct{}{}
 	n.transfers.index(t.from, t)
 	if t.to != nil && t.to != t.from {
