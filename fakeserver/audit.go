@@ -329,7 +329,7 @@ func (s *Server) invariantsLocked(n *network) []audit.Finding {
 			Message: msg + ": a bug in the fakeserver, not in your code; please report it."})
 	}
 	pending := map[string]map[string]*big.Int{} // account id → asset → units
-	for t := range n.transfers.pending {
+	for t := range n.transfers.pending.all {
 		m := pending[t.from.id]
 		if m == nil {
 			m = map[string]*big.Int{}

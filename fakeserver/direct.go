@@ -77,7 +77,7 @@ func (s *Server) Snapshot() Snapshot {
 		ns := NetworkSnapshot{
 			Balances:  map[string][]BookEntry{},
 			Supply:    map[string]string{},
-			Pending:   len(n.transfers.pending),
+			Pending:   n.transfers.pending.len(),
 			Transfers: map[string]TransferRecord{},
 			Held:      map[string]confpay.AgentTransaction{},
 			Webhooks:  s.hooks.AllSubscriptions(name),

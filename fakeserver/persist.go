@@ -912,7 +912,7 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t, nil)
 		}
 		if t.status == statePending {
-			n.transfers.pending[t] = struct{}{}
+			n.transfers.pending.add(t)
 			t.timer = s.clock.At(t.createdAt.Add(s.opts.blockTime), func(at time.Time) { s.confirm(n, t, at) })
 		}
 	}

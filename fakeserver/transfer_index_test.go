@@ -74,3 +74,41 @@ func TestTransferIndexIsAMap(t *testing.T) {
 		t.Error("an empty index finds something")
 	}
 }
+
+// TestPendingListIsASet checks pendingList against the set it replaced:
+// transfers settled in any order, the list swept along the way.
+func TestPendingListIsASet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 6))
+	var p pendingList
+	model := map[*transfer]bool{}
+	var made []*transfer
+	for i := range 2000 {
+		tr := &transfer{id: strconv.Itoa(i), status: statePending}
+		p.add(tr)
+		model[tr] = true
+		made = append(made, tr)
+		if rng.IntN(3) > 0 { // settle a random pending one, as confirmLocked does
+			u := made[rng.IntN(len(made))]
+			if u.status == statePending {
+				p.settle(u)
+				u.status = stateConfirmed
+				delete(model, u)
+			}
+		}
+		if i%97 == 0 {
+			got := 0
+			for u := range p.all {
+				if !model[u] {
+					t.Fatalf("all yields %s, not pending", u.id)
+				}
+				got++
+			}
+			if got != len(model) || p.len() != len(model) {
+				t.Fatalf("after %d: all yields %d, len %d, pending %d", i, got, p.len(), len(model))
+			}
+			if len(p.ts) > 2*len(model)+64 {
+				t.Fatalf("the list holds %d for %d pending", len(p.ts), len(model))
+			}
+		}
+	}
+}

@@ -136,13 +136,57 @@ func parseHashHex(s string) (h [32]byte, ok bool) {
 type transferBook struct {
 	byID    transferIndex
 	byAcct  map[*account][]*transfer
-	pending map[*transfer]struct{}
+	pending pendingList
 }
 
 func (b *transferBook) init() {
 	b.byID = transferIndex{}
 	b.byAcct = map[*account][]*transfer{}
-	b.pending = map[*transfer]struct{}{}
+	b.pending = pendingList{}
+}
+
+// pendingList holds a network's pending transfers: appended when made
+// (cheaper than a set's insert and delete), and left in place when settled
+// until settled ones are most of the list, when it is swept. It holds at
+// most twice the pending transfers, plus 64.
+type pendingList struct {
+	ts []*transfer // every pending transfer, and settled ones not yet swept
+	n  int         // how many of ts are pending
+}
+
+// add records t, pending.
+func (p *pendingList) add(t *transfer) {
+	p.ts = append(p.ts, t)
+	p.n++
+}
+
+// settle records that t, in the list, is no longer pending (its status may
+// not say so yet).
+func (p *pendingList) settle(t *transfer) {
+	p.n--
+	if len(p.ts) <= 2*p.n+64 {
+		return
+	}
+	kept := p.ts[:0]
+	for _, u := range p.ts {
+		if u != t && u.status == statePending {
+			kept = append(kept, u)
+		}
+	}
+	clear(p.ts[len(kept):])
+	p.ts = kept
+}
+
+// len is how many transfers are pending.
+func (p *pendingList) len() int { return p.n }
+
+// all yields the pending transfers, oldest in the list first.
+func (p *pendingList) all(yield func(*transfer) bool) {
+	for _, t := range p.ts {
+		if t.status == statePending && !yield(t) {
+			return
+		}
+	}
 }
 
 // transferIndex finds a network's transfers by id, as a map from id to
