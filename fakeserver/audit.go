@@ -251,7 +251,7 @@ func (s *Server) audit(ref string, only confpay.Network) ([]AuditFinding, error)
 			sub := &auditSubject{id: a.id, handle: a.handle, net: name, payments: map[string]audit.Payment{}}
 			rs := s.audits.Requests(auditOwner(a.id, name)) // the log's lock is a leaf
 			for _, r := range rs {
-				if t := n.transfers.byID[r.TransferID]; t != nil && r.Route == "POST /v1/transfers" {
+				if t := n.transfers.byID.get(r.TransferID); t != nil && r.Route == "POST /v1/transfers" {
 					sub.payments[t.id] = audit.Payment{TransferID: t.id, Digest: paymentDigest(t), At: t.createdAt}
 				}
 			}
@@ -329,7 +329,7 @@ func (s *Server) invariantsLocked(n *network) []audit.Finding {
 			Message: msg + ": a bug in the fakeserver, not in your code; please report it."})
 	}
 	pending := map[string]map[string]*big.Int{} // account id → asset → units
-	for t := range n.transfers.pending {
+	for t := range n.transfers.pending.all {
 		m := pending[t.from.id]
 		if m == nil {
 			m = map[string]*big.Int{}

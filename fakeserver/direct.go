@@ -77,7 +77,7 @@ func (s *Server) Snapshot() Snapshot {
 		ns := NetworkSnapshot{
 			Balances:  map[string][]BookEntry{},
 			Supply:    map[string]string{},
-			Pending:   len(n.transfers.pending),
+			Pending:   n.transfers.pending.len(),
 			Transfers: map[string]TransferRecord{},
 			Held:      map[string]confpay.AgentTransaction{},
 			Webhooks:  s.hooks.AllSubscriptions(name),
@@ -98,8 +98,8 @@ func (s *Server) Snapshot() Snapshot {
 			}
 		}
 		ns.Supply = n.ledger.Supply()
-		for id, t := range n.transfers.byID {
-			ns.Transfers[id] = s.recordLocked(n, t)
+		for t := range n.transfers.byID.all {
+			ns.Transfers[t.id] = s.recordLocked(n, t)
 		}
 		snap.Networks[name] = ns
 	}

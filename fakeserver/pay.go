@@ -201,8 +201,8 @@ func (s *Server) Settle() int {
 	count := 0
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		n := s.nets[name]
-		ts := make([]*transfer, 0, len(n.transfers.pending))
-		for t := range n.transfers.pending {
+		ts := make([]*transfer, 0, n.transfers.pending.len())
+		for t := range n.transfers.pending.all {
 			ts = append(ts, t)
 		}
 		sort.Slice(ts, func(i, j int) bool { return ts[i].before(ts[j]) })
@@ -348,8 +348,8 @@ func (s *Server) recordTransferLocked(n *network, p *payment, k *apiKey) (*trans
 		key:          k,
 	}
 	t.txHash = txHash(n.chainID, t)
-	n.transfers.byID[t.id] = t
-	n.transfers.pending[t] = struct{}{}
+	n.transfers.byID.put(t)
+	n.transfers.pending.add(t)
 	n.transfers.index(t.from, t)
 	if t.to != nil && t.to != t.from {
 		n.transfers.index(t.to, t)
@@ -369,7 +369,7 @@ func (s *Server) confirmLocked(n *network, t *transfer, now time.Time) {
 		s.failLocked(n, t, now)
 		return
 	}
-	delete(n.transfers.pending, t)
+	n.transfers.pending.settle(t)
 	t.timer.Stop()
 	t.timer = nil
 	to := ""
@@ -393,7 +393,7 @@ func (s *Server) failLocked(n *network, t *transfer, now time.Time) {
 	if t.status != statePending {
 		return
 	}
-	delete(n.transfers.pending, t)
+	n.transfers.pending.settle(t)
 	t.timer.Stop()
 	t.timer = nil
 	n.ledger.Release(t.from.id, t.asset, t.units)

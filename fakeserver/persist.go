@@ -682,8 +682,8 @@ func (s *Server) snapshotLocked(emit func([]byte)) {
 			b.Books = append(b.Books, bookRec{Network: name, Acct: id, Rows: n.ledger.Rows(id)})
 			flush(false)
 		}
-		ts := make([]*transfer, 0, len(n.transfers.byID))
-		for _, t := range n.transfers.byID {
+		ts := make([]*transfer, 0, n.transfers.byID.len())
+		for t := range n.transfers.byID.all {
 			ts = append(ts, t)
 		}
 		slices.SortFunc(ts, func(a, b *transfer) int { // install order: no sort at start
@@ -875,9 +875,6 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 		}
 		prev = r
 	}
-	if len(n.transfers.byID) == 0 {
-		n.transfers.byID = make(map[string]*transfer, recs.n)
-	}
 	for r := range ordered {
 		from := s.accounts[r.From]
 		units, ok := parseUnits(r.Units)
@@ -906,7 +903,7 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 				return fmt.Errorf("transfer %s is inconsistent", r.ID)
 			}
 		}
-		n.transfers.byID[t.id] = t
+		n.transfers.byID.put(t)
 		n.transfers.index(t.from, t)
 		if t.to != nil && t.to != t.from {
 			n.transfers.index(t.to, t)
@@ -915,7 +912,7 @@ func (s *Server) installTransfersLocked(n *network, recs *latest[transferRec]) e
 			n.held.window(t.from).add(r.Spend.At, r.Spend.Amount, t, nil)
 		}
 		if t.status == statePending {
-			n.transfers.pending[t] = struct{}{}
+			n.transfers.pending.add(t)
 			t.timer = s.clock.At(t.createdAt.Add(s.opts.blockTime), func(at time.Time) { s.confirm(n, t, at) })
 		}
 	}
@@ -939,7 +936,7 @@ func (s *Server) installHeldLocked(n *network, recs *latest[heldRec]) error {
 			}
 		}
 		if r.Transfer != "" {
-			if h.transfer = n.transfers.byID[r.Transfer]; h.transfer == nil {
+			if h.transfer = n.transfers.byID.get(r.Transfer); h.transfer == nil {
 				return fmt.Errorf("held payment %s is inconsistent", r.ID)
 			}
 		}

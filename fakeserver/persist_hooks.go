@@ -137,7 +137,7 @@ func (s *Server) decodePayloadLocked(r hooks.EventRecordP) (hooks.Payload, error
 	if n == nil {
 		return nil, fmt.Errorf("event %s names network %q", r.ID, r.Network)
 	}
-	t := n.transfers.byID[string(id)]
+	t := n.transfers.byID.get(string(id))
 	switch {
 	case t != nil && r.Payload[0] == payloadSent && t.from != nil && t.from.id == string(side):
 		return (*sentPayload)(t), nil

@@ -116,8 +116,8 @@ func (s *Server) startRewriteLocked() {
 	}
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		n := s.nets[name]
-		np := netPlan{name: name, transfers: make([]*transfer, 0, len(n.transfers.byID)), held: slices.Clone(n.held.order)}
-		for _, t := range n.transfers.byID {
+		np := netPlan{name: name, transfers: make([]*transfer, 0, n.transfers.byID.len()), held: slices.Clone(n.held.order)}
+		for t := range n.transfers.byID.all {
 			np.transfers = append(np.transfers, t)
 		}
 		p.nets = append(p.nets, np)
@@ -209,7 +209,7 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 			}
 		}) && chunk(len(np.transfers), func(b *batch, i int) {
 			t, n := np.transfers[i], s.nets[np.name]
-			if n.transfers.byID[t.id] == t {
+			if n.transfers.byID.get(t.id) == t {
 				b.Transfers = append(b.Transfers, s.transferRecLocked(n, t))
 			}
 		}) && chunk(len(np.held), func(b *batch, i int) {

@@ -524,7 +524,7 @@ func (s *Server) Reset() {
 
 func (s *Server) resetLocked() {
 	for _, n := range s.nets { // the old state's timers must not fire
-		for t := range n.transfers.pending {
+		for t := range n.transfers.pending.all {
 			t.timer.Stop()
 		}
 		for _, h := range n.held.byID {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/url"
 	"sort"
@@ -133,15 +134,181 @@ func parseHashHex(s string) (h [32]byte, ok bool) {
 // backwards makes an insertion. A page newest first at offset k is then a
 // slice from the end.
 type transferBook struct {
-	byID    map[string]*transfer
+	byID    transferIndex
 	byAcct  map[*account][]*transfer
-	pending map[*transfer]struct{}
+	pending pendingList
 }
 
 func (b *transferBook) init() {
-	b.byID = map[string]*transfer{}
+	b.byID = transferIndex{}
 	b.byAcct = map[*account][]*transfer{}
-	b.pending = map[*transfer]struct{}{}
+	b.pending = pendingList{}
+}
+
+// pendingList holds a network's pending transfers: appended when made
+// (cheaper than a set's insert and delete), and left in place when settled
+// until settled ones are most of the list, when it is swept. It holds at
+// most twice the pending transfers, plus 64.
+type pendingList struct {
+	ts []*transfer // every pending transfer, and settled ones not yet swept
+	n  int         // how many of ts are pending
+}
+
+// add records t, pending.
+func (p *pendingList) add(t *transfer) {
+	p.ts = append(p.ts, t)
+	p.n++
+}
+
+// settle records that t, in the list, is no longer pending (its status may
+// not say so yet).
+func (p *pendingList) settle(t *transfer) {
+	p.n--
+	if len(p.ts) <= 2*p.n+64 {
+		return
+	}
+	kept := p.ts[:0]
+	for _, u := range p.ts {
+		if u != t && u.status == statePending {
+			kept = append(kept, u)
+		}
+	}
+	clear(p.ts[len(kept):])
+	p.ts = kept
+}
+
+// len is how many transfers are pending.
+func (p *pendingList) len() int { return p.n }
+
+// all yields the pending transfers, oldest in the list first.
+func (p *pendingList) all(yield func(*transfer) bool) {
+	for _, t := range p.ts {
+		if t.status == statePending && !yield(t) {
+			return
+		}
+	}
+}
+
+// transferIndex finds a network's transfers by id, as a map from id to
+// transfer would (the last put of an id wins; nothing is removed), at the
+// cost of an array read: a transfer id carries the server-wide sequence
+// number it was made with (newTransferIDLocked), so a transfer is kept in
+// the slot of its number, in chunks of seqChunk slots. A slot answers only
+// for the exact id it holds: any other id that reads as the same number
+// (another server's, upper-case digits, more leading zeros) is not found
+// there. An id that does not read as a number, whose slot holds another
+// id, or whose number is far beyond the slots so far (ids restored from a
+// data directory are whatever was stored) goes to the map other instead.
+type transferIndex struct {
+	chunks []*[seqChunk]*transfer // chunk i holds numbers i*seqChunk…
+	other  map[string]*transfer
+	n      int
+}
+
+// seqChunk is how many numbers a chunk holds: 8 KiB of pointers.
+const seqChunk = 1024
+
+// seqChunkGap bounds how far beyond its slots so far the index makes room
+// for a number (a directory of 8 B a chunk: 32 KiB at most per growth).
+const seqChunkGap = 4096
+
+// idSeq reads the sequence number of an id made by newTransferIDLocked:
+// "tr_", at least 8 lower-case base-36 digits, 12 more characters.
+func idSeq(id string) (uint64, bool) {
+	const prefix, random = len("tr_"), 12
+	if len(id) < prefix+8+random || id[:prefix] != "tr_" {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range []byte(id[prefix : len(id)-random]) {
+		var d uint64
+		switch {
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case 'a' <= c && c <= 'z':
+			d = uint64(c-'a') + 10
+		default:
+			return 0, false
+		}
+		if v > (math.MaxUint64-d)/36 {
+			return 0, false
+		}
+		v = v*36 + d
+	}
+	return v, true
+}
+
+// slot is where the transfer numbered seq is kept, nil if that number has
+// no slot (and grow is false, or the number is too far out).
+func (x *transferIndex) slot(seq uint64, grow bool) **transfer {
+	c := seq / seqChunk
+	if c >= uint64(len(x.chunks)) {
+		if !grow || c >= uint64(2*len(x.chunks)+seqChunkGap) {
+			return nil
+		}
+		x.chunks = append(x.chunks, make([]*[seqChunk]*transfer, int(c)+1-len(x.chunks))...)
+	}
+	if x.chunks[c] == nil {
+		if !grow {
+			return nil
+		}
+		x.chunks[c] = new([seqChunk]*transfer)
+	}
+	return &x.chunks[c][seq%seqChunk]
+}
+
+// get returns the transfer with exactly this id, nil if there is none.
+func (x *transferIndex) get(id string) *transfer {
+	if seq, ok := idSeq(id); ok {
+		if p := x.slot(seq, false); p != nil && *p != nil && (*p).id == id {
+			return *p
+		}
+	}
+	return x.other[id]
+}
+
+// put keeps t under its id, in place of any transfer with the same id.
+func (x *transferIndex) put(t *transfer) {
+	if _, ok := x.other[t.id]; ok {
+		x.other[t.id] = t
+		return
+	}
+	if seq, ok := idSeq(t.id); ok {
+		if p := x.slot(seq, true); p != nil && (*p == nil || (*p).id == t.id) {
+			if *p == nil {
+				x.n++
+			}
+			*p = t
+			return
+		}
+	}
+	if x.other == nil {
+		x.other = map[string]*transfer{}
+	}
+	x.other[t.id] = t
+	x.n++
+}
+
+// len is how many transfers the index holds.
+func (x *transferIndex) len() int { return x.n }
+
+// all yields every transfer: those in slots by number, then the others.
+func (x *transferIndex) all(yield func(*transfer) bool) {
+	for _, c := range x.chunks {
+		if c == nil {
+			continue
+		}
+		for _, t := range c {
+			if t != nil && !yield(t) {
+				return
+			}
+		}
+	}
+	for _, t := range x.other {
+		if !yield(t) {
+			return
+		}
+	}
 }
 
 // before orders transfers by (created_at, id).
@@ -621,7 +788,7 @@ func (s *Server) recordLocked(n *network, t *transfer) TransferRecord {
 func (s *Server) findTransferLocked(id string) (*network, *transfer) {
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
 		n := s.nets[name]
-		if t := n.transfers.byID[id]; t != nil {
+		if t := n.transfers.byID.get(id); t != nil {
 			return n, t
 		}
 	}

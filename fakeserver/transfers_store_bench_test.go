@@ -92,7 +92,7 @@ func BenchmarkTransferMemory(b *testing.B) {
 		b.ReportMetric(float64(all-before)/n, "B/transfer")
 		b.ReportMetric(float64(core-before)/n, "core-B/transfer")
 		s.mu.Lock()
-		if len(s.nets[confpay.NetworkTest].transfers.byID) != n {
+		if s.nets[confpay.NetworkTest].transfers.byID.len() != n {
 			b.Fatal("transfers lost")
 		}
 		s.mu.Unlock()

@@ -178,7 +178,7 @@ func (s *Server) agentPolicy(n *network, owner *account, agentID string) (*confp
 // the owner of an agent party; anything else is 404), its note sealed.
 func (s *Server) transferFor(n *network, acct *account, id string) (*confpay.Transfer, error) {
 	s.mu.Lock()
-	t := n.transfers.byID[id]
+	t := n.transfers.byID.get(id)
 	ok := t != nil && visibleTo(acct, t)
 	s.mu.Unlock()
 	if !ok {
