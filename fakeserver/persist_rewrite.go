@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -58,7 +59,8 @@ import (
 // (TestDataDirRewriteCrash, TestDataDirRewriteKeyedAtomic). The snapshot
 // is then written, fsynced and renamed by journal.FinishRewrite.
 
-// rewriteChunk is the most things one chunk encodes under s.mu.
+// rewriteChunk is the most things one chunk encodes under s.mu (a test
+// may set fewer: options.dataRewriteChunk).
 const rewriteChunk = 512
 
 // rewritePlan is what a rewrite encodes: what existed at its switch.
@@ -131,6 +133,7 @@ func (s *Server) startRewriteLocked() {
 func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	defer s.rewriting.Done()
 	jr := s.jr
+	rewriteChunk := cmp.Or(s.opts.dataRewriteChunk, rewriteChunk)
 	fail := func(err error) {
 		if err != nil {
 			jr.FailRewrite(err)
