@@ -56,8 +56,10 @@ import (
 // one group before the snapshot can stand for anything, and a crash at
 // any point loads either the old snapshot and both journals or the new
 // snapshot and J: the acknowledged state either way
-// (TestDataDirRewriteCrash, TestDataDirRewriteKeyedAtomic). The snapshot
-// is then written, fsynced and renamed by journal.FinishRewrite.
+// (TestDataDirRewriteCrash, TestDataDirRewriteKeyedAtomic; with chunks
+// of one thing and changes between them, TestDataDirRewriteFuzzyChunks).
+// The snapshot is then written, fsynced and renamed by
+// journal.FinishRewrite.
 
 // rewriteChunk is the most things one chunk encodes under s.mu (a test
 // may set fewer: options.dataRewriteChunk).
