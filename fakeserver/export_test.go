@@ -82,6 +82,10 @@ func WaitRewrite(s *Server) {
 // at every commit while none is being written (rewrites mid-load).
 func WithDataDirRewriteAlways() Option { return func(o *options) { o.dataRewriteAlways = true } }
 
+// WithDataDirRewriteChunk makes the data directory's fuzzy snapshot
+// encode at most n things per chunk under s.mu (512 otherwise).
+func WithDataDirRewriteChunk(n int) Option { return func(o *options) { o.dataRewriteChunk = n } }
+
 // WithDataDirRewriteAt makes the data directory write a new snapshot once
 // its journal passes n bytes (and the snapshot's size).
 func WithDataDirRewriteAt(n int64) Option { return func(o *options) { o.dataRewriteAt = n } }

@@ -3,10 +3,14 @@ package fakeserver_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -276,5 +280,227 @@ func TestDataDirRewriteNoSyncSyncsNext(t *testing.T) {
 	written := slices.Index(events, "snapshot-synced")
 	if written < 0 || synced < 0 || synced > written {
 		t.Errorf("steps %v: want journal.next fsynced before the snapshot is written", events)
+	}
+}
+
+// TestDataDirRewriteFuzzyChunks: a fuzzy snapshot of one thing per chunk
+// (WithDataDirRewriteChunk(1)) with changes between its chunks that span
+// things already encoded and things not yet encoded: at every chunk a
+// payment each way between @alice and @bob and one on the live network, a
+// held agent payment approved and another rejected (held ones made
+// before the switch first, then ones made during the rewrite), a webhook
+// created and the last one deleted, a key issued and the last one
+// revoked, the agent's spend policy changed, and a payment under an
+// Idempotency-Key; then a block confirms every pending payment, moving
+// money from one book to another. So two accounts' books, a held payment
+// and its transfer, land in different chunks at different instants, and
+// only the journal since the switch makes them one state. A kill -9 once
+// the new snapshot is in place (at snapshot-renamed and journal-renamed,
+// and before it, at encoded and barrier) loads exactly the server's
+// state (the direct API's full Snapshot), money is conserved per asset
+// and network (everything funded is in the books, and is the supply), the
+// audit finds no broken invariant, and every Idempotency-Key replays its
+// answer. Fails with a loader that replays the snapshot alone, or lets a
+// book's first record win over its later ones.
+func TestDataDirRewriteFuzzyChunks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour)}
+	srv := fakeserver.New(t, append(opts, fakeserver.WithDataDirRewriteChunk(1))...)
+	type pot struct {
+		n     confpay.Network
+		asset string
+	}
+	funded := map[pot]confpay.Amount{}
+	fund := func(who string, n confpay.Network, asset, amount string) {
+		fundOn(t, srv, who, n, asset, amount)
+		funded[pot{n, asset}] = funded[pot{n, asset}].Add(confpay.MustParseAmount(amount))
+	}
+	alice, bob := newAccount(t, srv, "@alice"), newAccount(t, srv, "@bob")
+	carol := newAccount(t, srv, "@carol")
+	fund(alice.info.AccountID, confpay.NetworkTest, "USDG", "1000")
+	fund(alice.info.AccountID, confpay.NetworkTest, "ETH", "2")
+	fund(bob.info.AccountID, confpay.NetworkTest, "USDG", "100")
+	fund(alice.info.AccountID, confpay.NetworkLive, "USDG", "50")
+	fund(carol.info.AccountID, confpay.NetworkLive, "USDG", "20")
+	ac, bc := newClient(t, srv, alice.test(), nil, noRetry), newClient(t, srv, bob.test(), nil, noRetry)
+	agent, err := ac.Agents.Create(ctx, &confpay.AgentCreateParams{Name: "bot", SpendPolicy: confpay.SpendPolicyParams{
+		DailyLimitUSDG: limit("10000"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("5"),
+		AllowedRecipients: []string{"@bob", "@carol"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fund(agent.AccountID, confpay.NetworkTest, "USDG", "1000")
+	bot := newClient(t, srv, newKey(t, srv, agent.AccountID), nil, noRetry)
+	// Things in the plan, each a chunk: transfers, held payments, a
+	// webhook and a key to remove, and a kept answer.
+	send(t, ac, "@bob", "1")
+	send(t, bc, "@alice", "2")
+	send(t, ac, "@carol", "0.5", withAsset("ETH"))
+	send(t, newClient(t, srv, alice.live(), nil, noRetry), "@bob", "5")
+	var held []string // pending held payments, oldest first
+	for range 4 {
+		held = append(held, hold(t, bot, "@bob", "6").TransactionID)
+	}
+	hook, err := ac.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://example.com/h0", Events: []confpay.EventKind{"transfer.failed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := srv.IssueKey(bob.info.AccountID, confpay.NetworkTest, "extra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastHook, lastKey := hook.WebhookID, extra.KeyID
+
+	type keyed struct {
+		key, body string
+		first     answer
+	}
+	var kept []keyed
+	h := srv.Handler()
+	steps := 0
+	// change runs at every chunk step, on the rewrite's goroutine outside
+	// s.mu (a request made under it would never return): t.Errorf only.
+	change := func() {
+		steps++
+		i := strconv.Itoa(steps)
+		for _, p := range []struct{ key, body string }{
+			{alice.test(), `{"to":"@bob","amount":"1"}`},
+			{bob.test(), `{"to":"@alice","amount":"0.5"}`},
+			{alice.live(), `{"to":"@bob","amount":"0.01"}`},
+		} {
+			if a := serve(h, "POST", "/v1/transfers", p.key, p.body); a.status != http.StatusCreated {
+				t.Errorf("step %d: payment %s: %d %s", steps, p.body, a.status, a.body)
+			}
+		}
+		for range 2 { // two new held payments for the later steps
+			if _, err := pay(bot, "@bob", "6"); !errors.As(err, new(*confpay.HeldError)) {
+				t.Errorf("step %d: an agent payment of 6 was not held: %v", steps, err)
+				return
+			}
+		}
+		pending, err := ac.Agents.ListPending(ctx)
+		if err != nil {
+			t.Errorf("step %d: %v", steps, err)
+			return
+		}
+		for _, p := range pending {
+			if !slices.Contains(held, p.TransactionID) {
+				held = append(held, p.TransactionID)
+			}
+		}
+		if _, err := ac.Agents.Approve(ctx, held[0]); err != nil {
+			t.Errorf("step %d: approve %s: %v", steps, held[0], err)
+		}
+		if _, err := ac.Agents.Reject(ctx, held[1]); err != nil {
+			t.Errorf("step %d: reject %s: %v", steps, held[1], err)
+		}
+		held = held[2:]
+		wh, err := ac.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://example.com/h" + i, Events: []confpay.EventKind{"transfer.failed"}})
+		if err != nil {
+			t.Errorf("step %d: create a webhook: %v", steps, err)
+			return
+		}
+		if err := ac.Webhooks.Delete(ctx, lastHook); err != nil {
+			t.Errorf("step %d: delete webhook %s: %v", steps, lastHook, err)
+		}
+		lastHook = wh.WebhookID
+		k, err := srv.IssueKey(bob.info.AccountID, confpay.NetworkTest, "k"+i)
+		if err != nil {
+			t.Errorf("step %d: issue a key: %v", steps, err)
+			return
+		}
+		if err := srv.RevokeKey(lastKey); err != nil {
+			t.Errorf("step %d: revoke key %s: %v", steps, lastKey, err)
+		}
+		lastKey = k.KeyID
+		if _, err := ac.Agents.UpdatePolicy(ctx, agent.AccountID, &confpay.SpendPolicyParams{
+			DailyLimitUSDG: limit(strconv.Itoa(10000 + steps)), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("5"),
+			AllowedRecipients: []string{"@bob", "@carol"}}); err != nil {
+			t.Errorf("step %d: update the policy: %v", steps, err)
+		}
+		kb := keyed{key: "fuzzy-" + i, body: `{"to":"@carol","amount":"0.25"}`}
+		if kb.first = serve(h, "POST", "/v1/transfers", alice.test(), kb.body, "Idempotency-Key", kb.key); kb.first.status != http.StatusCreated {
+			t.Errorf("step %d: keyed payment: %d %s", steps, kb.first.status, kb.first.body)
+		}
+		kept = append(kept, kb)
+		// The block: every pending payment confirms, moving its amount
+		// from one account's book to another's.
+		srv.Advance(time.Second)
+	}
+
+	crashes := map[string]string{} // step → a copy of the directory then
+	var atRenamed fakeserver.Snapshot
+	fakeserver.SetRewriteHook(srv, func(step string) error {
+		switch step {
+		case "chunk":
+			change()
+		case "encoded", "barrier", "snapshot-renamed", "journal-renamed":
+			c := t.TempDir()
+			copyDataDir(t, dir, c)
+			crashes[step] = c
+			if step == "journal-renamed" {
+				atRenamed = srv.Snapshot()
+			}
+		}
+		return nil
+	})
+	fakeserver.StartRewrite(srv)
+	fakeserver.WaitRewrite(srv)
+	want := srv.Snapshot()
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Four accounts, their keys, and per network their books and
+	// transfers (and held payments on test), one chunk each.
+	if steps < 25 || len(crashes) != 4 {
+		t.Fatalf("%d chunk steps, crash copies at %v: the rewrite did not run in chunks of one", steps, slices.Sorted(maps.Keys(crashes)))
+	}
+	t.Logf("%d chunk steps", steps)
+	if diff := cmp.Diff(atRenamed, want, snapshotOptions); diff != "" {
+		t.Fatalf("the state changed after the rewrite (-at journal-renamed +after):\n%s", diff)
+	}
+	srv.Close()
+
+	for _, step := range []string{"encoded", "barrier", "snapshot-renamed", "journal-renamed"} {
+		srv2, err := fakeserver.Open(append(opts[1:], fakeserver.WithDataDir(crashes[step]), fakeserver.WithoutListener())...)
+		if err != nil {
+			t.Errorf("after a crash at %s: %v", step, err)
+			continue
+		}
+		got := srv2.Snapshot()
+		if diff := cmp.Diff(want, got, restartOptions); diff != "" {
+			t.Errorf("after a crash at %s (-acknowledged +loaded):\n%s", step, diff)
+		}
+		for p, f := range funded {
+			var inBooks confpay.Amount
+			for _, entries := range got.Networks[p.n].Balances {
+				for _, e := range entries {
+					if e.Asset == p.asset {
+						inBooks = inBooks.Add(e.Balance)
+					}
+				}
+			}
+			units, err := f.UnitsOf(p.asset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if supply := got.Networks[p.n].Supply[p.asset]; inBooks.String() != f.String() || supply != units.String() {
+				t.Errorf("after a crash at %s: %s %s: %s funded, %s in the books, supply %s units (want %s)", step, p.n, p.asset, f, inBooks, supply, units)
+			}
+		}
+		for _, f := range srv2.Audit() {
+			if strings.HasPrefix(f.Rule, "invariant_") {
+				t.Errorf("after a crash at %s: the audit's invariant: %s", step, f)
+			}
+		}
+		h2 := srv2.Handler()
+		for _, kb := range kept {
+			a := serve(h2, "POST", "/v1/transfers", alice.test(), kb.body, "Idempotency-Key", kb.key)
+			if a.header.Get("Idempotent-Replayed") != "true" || a.status != kb.first.status || !bytes.Equal(a.body, kb.first.body) {
+				t.Errorf("after a crash at %s: key %s answers %d replayed=%q %s, want its kept answer", step, kb.key, a.status, a.header.Get("Idempotent-Replayed"), a.body)
+			}
+		}
+		srv2.Close()
 	}
 }

@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -55,10 +56,13 @@ import (
 // one group before the snapshot can stand for anything, and a crash at
 // any point loads either the old snapshot and both journals or the new
 // snapshot and J: the acknowledged state either way
-// (TestDataDirRewriteCrash, TestDataDirRewriteKeyedAtomic). The snapshot
-// is then written, fsynced and renamed by journal.FinishRewrite.
+// (TestDataDirRewriteCrash, TestDataDirRewriteKeyedAtomic; with chunks
+// of one thing and changes between them, TestDataDirRewriteFuzzyChunks).
+// The snapshot is then written, fsynced and renamed by
+// journal.FinishRewrite.
 
-// rewriteChunk is the most things one chunk encodes under s.mu.
+// rewriteChunk is the most things one chunk encodes under s.mu (a test
+// may set fewer: options.dataRewriteChunk).
 const rewriteChunk = 512
 
 // rewritePlan is what a rewrite encodes: what existed at its switch.
@@ -131,6 +135,7 @@ func (s *Server) startRewriteLocked() {
 func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	defer s.rewriting.Done()
 	jr := s.jr
+	rewriteChunk := cmp.Or(s.opts.dataRewriteChunk, rewriteChunk)
 	fail := func(err error) {
 		if err != nil {
 			jr.FailRewrite(err)

@@ -189,6 +189,7 @@ type options struct {
 	dataNoSync         bool
 	dataRewriteAt      int64 // the journal size for a new snapshot (a test's; journal.DefaultRewriteAt)
 	dataRewriteAlways  bool  // a test's: a new snapshot at every commit while none is being written
+	dataRewriteChunk   int   // a test's: the things per chunk of a fuzzy snapshot (0: rewriteChunk)
 }
 
 // WithRealClock makes the server follow the wall clock (the binary's
