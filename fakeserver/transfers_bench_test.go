@@ -35,6 +35,22 @@ func benchPost(b *testing.B, url, key string, want int) {
 	benchPostWith(b, hc, url, key, want)
 }
 
+// postTransfer posts body to url with key and an Idempotency-Key, reads
+// the answer whole and returns its status.
+func postTransfer(hc *http.Client, url, key, idem, body string) (int, error) {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", idem)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
 // benchPostWith is benchPost through hc.
 func benchPostWith(b *testing.B, hc *http.Client, url, key string, want int) {
 	warmProcess(b)
@@ -58,19 +74,13 @@ func benchPostWith(b *testing.B, hc *http.Client, url, key string, want int) {
 	}()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", "bench-"+strconv.FormatInt(seq.Add(1), 10))
-			resp, err := hc.Do(req)
+			code, err := postTransfer(hc, url, key, "bench-"+strconv.FormatInt(seq.Add(1), 10), body)
 			if err != nil {
 				b.Error(err)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != want {
-				b.Errorf("status %d", resp.StatusCode)
+			if code != want {
+				b.Errorf("status %d", code)
 				return
 			}
 		}
@@ -140,17 +150,10 @@ func warmProcess(b *testing.B) {
 		for g := range 2 {
 			wg.Go(func() {
 				for i := g; i < warmupRequests; i += 2 {
-					req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer hc_test_x")
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Idempotency-Key", "warm-"+strconv.Itoa(i))
-					resp, err := hc.Do(req)
-					if err != nil {
+					if _, err := postTransfer(hc, hs.URL, "hc_test_x", "warm-"+strconv.Itoa(i), body); err != nil {
 						b.Error(err)
 						return
 					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
 				}
 			})
 		}
