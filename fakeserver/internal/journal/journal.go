@@ -659,16 +659,29 @@ func (j *Journal) writeSync(f *os.File, data []byte) error {
 }
 
 // SetSync makes j fsync its journal file with fn rather than f.Sync (a
-// test holds or fails an fsync with it).
-func (j *Journal) SetSync(fn func(*os.File) error) { j.syncHook.Store(&fn) }
+// test holds or fails an fsync with it); nil restores f.Sync.
+func (j *Journal) SetSync(fn func(*os.File) error) {
+	if fn == nil {
+		j.syncHook.Store(nil)
+		return
+	}
+	j.syncHook.Store(&fn)
+}
 
 // SetRewriteHook makes a rewrite's background phase call fn at each of
 // its steps (a test holds it there, or fails it): "switched" (appends go
 // to NextFile; nothing written yet; StartRewrite's, or the caller's
 // through Step), the caller's own steps (Step), "snapshot-synced" (the
 // new snapshot written beside and fsynced), "snapshot-renamed" and
-// "journal-renamed" (done). An error from fn fails the rewrite there.
-func (j *Journal) SetRewriteHook(fn func(step string) error) { j.rewriteHook.Store(&fn) }
+// "journal-renamed" (done). An error from fn fails the rewrite there;
+// nil removes the hook.
+func (j *Journal) SetRewriteHook(fn func(step string) error) {
+	if fn == nil {
+		j.rewriteHook.Store(nil)
+		return
+	}
+	j.rewriteHook.Store(&fn)
+}
 
 func (j *Journal) step(name string) error {
 	if h := j.rewriteHook.Load(); h != nil {

@@ -192,3 +192,26 @@ func TestOpenRefusesMixedGenerations(t *testing.T) {
 		t.Fatalf("Open: %v, want a generation mismatch", err)
 	}
 }
+
+// TestHooksCleared: SetRewriteHook(nil) and SetSync(nil) restore the
+// default behaviour (they stored a pointer to a nil func, and the next
+// rewrite step or fsync panicked).
+func TestHooksCleared(t *testing.T) {
+	j, _, err := Open(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.SetRewriteHook(func(string) error { return nil })
+	j.SetRewriteHook(nil)
+	j.SetSync(nil)
+	if err := j.Wait(j.Append([]byte("a"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.StartRewrite(func(emit func([]byte)) { emit([]byte("a")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(j.Append([]byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+}
