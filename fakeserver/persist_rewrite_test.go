@@ -32,7 +32,7 @@ func TestDataDirRestartKeepsSmallJournal(t *testing.T) {
 	before := srv.Snapshot()
 	srv.Close()
 	snap0 := readFile(t, dir, journal.SnapshotFile)
-	jr0 := readFile(t, dir, journal.JournalFile)
+	jr0 := readJournal(t, dir)
 	if len(jr0) <= 8 {
 		t.Fatal("the journal holds no record")
 	}
@@ -44,13 +44,13 @@ func TestDataDirRestartKeepsSmallJournal(t *testing.T) {
 	if !bytes.Equal(readFile(t, dir, journal.SnapshotFile), snap0) {
 		t.Fatal("the restart rewrote the snapshot for a small journal")
 	}
-	if jr := readFile(t, dir, journal.JournalFile); len(jr) < len(jr0) || !bytes.Equal(jr[:len(jr0)], jr0) {
+	if jr := readJournal(t, dir); len(jr) < len(jr0) || !bytes.Equal(jr[:len(jr0)], jr0) {
 		t.Fatal("the restart rewrote the journal")
 	}
 	newAccount(t, srv2, "@dave")
 	after := srv2.Snapshot()
 	srv2.Close()
-	if jr := readFile(t, dir, journal.JournalFile); len(jr) <= len(jr0) || !bytes.Equal(jr[:len(jr0)], jr0) {
+	if jr := readJournal(t, dir); len(jr) <= len(jr0) || !bytes.Equal(jr[:len(jr0)], jr0) {
 		t.Fatal("the second run did not append to the journal")
 	}
 	srv3 := fakeserver.New(t, opts...)
@@ -87,7 +87,7 @@ func TestDataDirJournalBounded(t *testing.T) {
 		if hdr != nil {
 			keyed = append(keyed, a)
 		}
-		maxJournal = max(maxJournal, len(readFile(t, dir, journal.JournalFile)))
+		maxJournal = max(maxJournal, len(readJournal(t, dir)))
 	}
 	snap := len(readFile(t, dir, journal.SnapshotFile))
 	if bound := max(at, snap) + 4<<10; maxJournal > bound {
@@ -121,9 +121,21 @@ func TestDataDirVersion1Refused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := fakeserver.Open(fakeserver.WithDataDir(dir), fakeserver.WithoutListener())
-	if err == nil || !strings.Contains(err.Error(), "unknown format version 1 (this build reads versions 2 and 3)") {
+	if err == nil || !strings.Contains(err.Error(), "unknown format version 1 (this build reads versions 2 to 4)") {
 		t.Fatalf("Open: %v, want unknown format version 1", err)
 	}
+}
+
+// readJournal is dir's journal up to its logical end (without the
+// preallocated zeros after its records).
+func readJournal(t *testing.T, dir string) []byte {
+	t.Helper()
+	b := readFile(t, dir, journal.JournalFile)
+	_, good, err := journal.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[:good]
 }
 
 func readFile(t *testing.T, dir, name string) []byte {
@@ -289,35 +301,57 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestDataDirVersion2Loads: a directory the previous format wrote
-// (testdata/datadir-v2: buildState's state on main at 789665b, with the
-// direct API's Snapshot of it as JSON) loads to that state, comes out
-// rewritten in the current format (version 3), and loads the same again.
-func TestDataDirVersion2Loads(t *testing.T) {
-	src := filepath.Join("testdata", "datadir-v2")
-	dir := t.TempDir()
-	for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
-		if readFile(t, src, name)[3] != 2 {
-			t.Fatalf("testdata %s is not of version 2", name)
-		}
-	}
-	copyDataDir(t, src, dir)
-	want := readFile(t, src, "want.json")
-	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutListener()}
-	for run := range 2 {
-		srv := fakeserver.New(t, opts...)
-		got, err := json.MarshalIndent(srv.Snapshot(), "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Close()
-		if !bytes.Equal(got, want) {
-			t.Fatalf("run %d: the version 2 directory loaded to\n%s\nwant\n%s", run, got, want)
-		}
-		for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
-			if v := readFile(t, dir, name)[3]; v != journal.Version {
-				t.Fatalf("run %d: %s is of version %d after a start, want %d", run, name, v, journal.Version)
+// TestDataDirOlderVersionsLoad: a directory an older format wrote
+// (testdata/datadir-v2: buildState's state on main at 789665b;
+// testdata/datadir-v3: buildState's state on main at 369825b, before the
+// preallocated journal; each with the direct API's Snapshot of it as
+// JSON) loads to that state, comes out rewritten in the current format
+// (version 4, the journal preallocated), is appended to, and loads the
+// same again.
+func TestDataDirOlderVersionsLoad(t *testing.T) {
+	for _, v := range []byte{2, 3} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			src := filepath.Join("testdata", fmt.Sprintf("datadir-v%d", v))
+			dir := t.TempDir()
+			for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
+				if readFile(t, src, name)[3] != v {
+					t.Fatalf("testdata %s is not of version %d", name, v)
+				}
 			}
-		}
+			copyDataDir(t, src, dir)
+			want := readFile(t, src, "want.json")
+			opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutListener()}
+			var after fakeserver.Snapshot
+			for run := range 3 {
+				srv := fakeserver.New(t, opts...)
+				if run < 2 {
+					got, err := json.MarshalIndent(srv.Snapshot(), "", " ")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("run %d: the version %d directory loaded to\n%s\nwant\n%s", run, v, got, want)
+					}
+				}
+				switch run {
+				case 1:
+					newAccount(t, srv, "@dave")
+					after = srv.Snapshot()
+				case 2:
+					if diff := cmp.Diff(after, srv.Snapshot(), restartOptions); diff != "" {
+						t.Fatalf("state after an append and a restart (-before +after):\n%s", diff)
+					}
+				}
+				srv.Close()
+				for _, name := range []string{journal.SnapshotFile, journal.JournalFile} {
+					if v := readFile(t, dir, name)[3]; v != journal.Version {
+						t.Fatalf("run %d: %s is of version %d after a start, want %d", run, name, v, journal.Version)
+					}
+				}
+				if jr := readFile(t, dir, journal.JournalFile); len(readJournal(t, dir)) >= len(jr) {
+					t.Fatalf("run %d: the journal (%d bytes) is not preallocated", run, len(jr))
+				}
+			}
+		})
 	}
 }

@@ -289,15 +289,27 @@ func FuzzDataDirLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	srv.Close()
+	_, good, err := journal.Decode(data)
+	if err != nil || good >= int64(len(data)) {
+		f.Fatalf("the journal is not preallocated (%d of %d bytes are records): %v", good, len(data), err)
+	}
+	// The records, with and without zeros after them (the file is
+	// preallocated), cut inside a record, and cut inside a record
+	// followed by zeros (a flush torn over the preallocated zeros).
+	data, zeros := data[:good], make([]byte, 4096)
 	// The fuzzed journal is the directory's only file (no snapshot, so
 	// generation 0): the run's journal, of its snapshot's generation,
 	// taken as generation 0 (Encode's, for the framed seeds below).
 	f.Add(slices.Concat(data[:4], []byte{1, 0, 0, 0}, data[8:])) // a generation the (absent) snapshot does not have
 	data[4], data[5], data[6], data[7] = 0, 0, 0, 0
 	f.Add(data)
+	f.Add(slices.Concat(data, zeros))
 	f.Add(data[:len(data)/2])
+	f.Add(slices.Concat(data[:len(data)-3], zeros))
 	f.Add([]byte("CPJ\x02\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x00"))
-	f.Add(slices.Concat([]byte("CPJ\x02"), data[4:])) // the previous format
+	f.Add(slices.Concat([]byte("CPJ\x02"), data[4:])) // older formats
+	f.Add(slices.Concat([]byte("CPJ\x03"), data[4:]))
+	f.Add(slices.Concat([]byte("CPJ\x03"), data[4:], zeros))
 	// Well-framed records (good checksums) whose contents are wrong: the
 	// decoder, not the framing, must refuse them. The journal's records
 	// each alone, an item of an unknown kind, an item cut short, a record

@@ -12,11 +12,21 @@
 // File format (every file): an 8-byte header, "CPJ" + a format byte
 // (Version) + a 4-byte little-endian generation, then records: a 4-byte
 // little-endian payload length, a 4-byte CRC-32C of the payload, the
-// payload. A record whose length, checksum or body is incomplete or wrong
-// ends the journal: everything from it on is a torn tail, dropped (and
-// truncated away) on Open. The snapshot is only ever replaced whole
-// (written beside, fsynced, renamed), so a bad record in it is corruption
-// and Open refuses it.
+// payload (never empty: a zero length is not a record). A zero length at
+// a record boundary is the journal's logical end; a record whose length,
+// checksum or body is incomplete or wrong ends the journal too. Non-zero
+// bytes after the end are a torn tail, dropped (and cut away) on Open.
+// The snapshot is only ever replaced whole (written beside, fsynced,
+// renamed), so a bad record in it is corruption and Open refuses it.
+//
+// Preallocation: a journal file runs ahead of its records with zeros,
+// written (not fallocated: unwritten extents would still need a metadata
+// commit on each write) and fsynced whole when the file is extended, so
+// that a flush overwrites blocks the file already holds and needs only
+// fdatasync, which then commits no filesystem metadata. Each open journal
+// file keeps its own layout (jfile): while a rewrite runs there are two,
+// the retired one and NextFile. A journal's size, for RewriteDue and for
+// what a benchmark reports, is the logical one (Decode's good prefix).
 //
 // Generations: a snapshot of generation G holds everything the journals
 // of generations below G held; a journal of generation G holds what
@@ -35,9 +45,17 @@
 //
 // and replays the snapshot, then each journal whose generation is not
 // below the snapshot's, in generation order, skipping the stale one: the
-// acknowledged state, with no record applied twice or lost. Version 2
-// (the same records, the generation bytes zero, no journal.next) is read
-// and rewritten as version 3 on Open.
+// acknowledged state, with no record applied twice or lost.
+//
+// Versions: 4 since the preallocation. Version 3 had the same files
+// without the zeros: a version 3 reader would read the zeros after a
+// version 4 journal's records as empty records (length 0, and the CRC-32C
+// of nothing is 0), so the bump makes an older binary refuse the
+// directory rather than load it wrong or append after the zeros. Version
+// 2 had the same records without generations (the generation bytes zero,
+// no journal.next). Open reads 2, 3 and 4; a version 2 or 3 journal is
+// appended to as before (never preallocated) until the fold Open asks for
+// (RewriteDue) rewrites the directory as version 4.
 package journal
 
 import (
@@ -55,10 +73,11 @@ import (
 	"time"
 )
 
-// Version is the format this package writes: 3 since the generations
-// (2 had the same records, without them; 1 held JSON records). Open reads
-// 2 and 3, and rewrites a version 2 directory as version 3.
-const Version = 3
+// Version is the format this package writes: 4 since the preallocated
+// journal (3 had the same files without the zeros after the records, 2
+// without generations; 1 held JSON records). Open reads 2, 3 and 4, and
+// folds a version 2 or 3 directory into version 4 files (RewriteDue).
+const Version = 4
 
 // oldestVersion is the oldest format Open reads.
 const oldestVersion = 2
@@ -66,6 +85,26 @@ const oldestVersion = 2
 // DefaultRewriteAt is the journal size from which RewriteDue asks for a
 // new snapshot (also due once the journal outgrows the snapshot).
 const DefaultRewriteAt = 64 << 20
+
+// Preallocation sizes (see the package doc): a journal file's first
+// extension writes minPrealloc bytes of zeros, each next one twice the
+// last, up to maxPrealloc. Small directories (tests, a short run) stay
+// small; a busy one extends about once per maxPrealloc of records (at 64
+// clients ≈ 10 MB/s of records, about once a second), each extension
+// costing a write of zeros and one fsync, paid by one flush, and a
+// journal between two rewrites (DefaultRewriteAt) is extended at most
+// 8 + 8 times. A new journal file (Rewrite's, or the NextFile of a
+// rewrite while running) starts with a chunk the size the journal it
+// replaces had reached (firstChunk): a busy server's gets maxPrealloc at
+// once, a small one's stays small.
+const (
+	minPrealloc = 64 << 10
+	maxPrealloc = 8 << 20
+)
+
+// firstChunk is the first extension of a journal file that replaces a
+// journal of size bytes.
+func firstChunk(size int64) int64 { return min(max(size, minPrealloc), maxPrealloc) }
 
 // MaxRecord is the largest record payload (a length above it is a torn or
 // corrupt record).
@@ -104,8 +143,8 @@ type Journal struct {
 	synced   uint64        // records written and fsynced
 	flushing bool          // a Wait is writing and fsyncing (the leader)
 	flushed  chan struct{} // closed when the running flush ends (set while flushing)
-	f        *os.File
-	gen      uint32 // f's generation
+	f        *jfile        // the journal file appended to
+	gen      uint32        // f's generation
 	closed   bool
 	err      error
 
@@ -118,7 +157,7 @@ type Journal struct {
 	retired *retiredFile
 	// dirSync is the new journal file whose directory entry is not yet
 	// fsynced: the first flush to it syncs the directory too.
-	dirSync   *os.File
+	dirSync   *jfile
 	rewriting bool // StartRewrite's background phase runs
 	fold      bool // Open found two journals, or version 2 files: RewriteDue
 
@@ -130,7 +169,7 @@ type Journal struct {
 	durable atomic.Uint64 // synced, read without mu by Wait's fast path
 	flushes atomic.Uint64 // Flushes
 
-	size      int64       // the journal's bytes, written and buffered (mu)
+	size      int64       // the journal's logical bytes, written and buffered (mu)
 	snapSize  int64       // the snapshot's bytes (mu)
 	rewriteAt int64       // SetRewriteAt (mu)
 	due       atomic.Bool // size > max(rewriteAt, snapSize): RewriteDue
@@ -140,9 +179,21 @@ type Journal struct {
 }
 
 type retiredFile struct {
-	f    *os.File
+	f    *jfile
 	buf  []byte
 	upTo uint64 // the last record appended to it
+}
+
+// jfile is an open journal file and its layout: records up to end (the
+// logical size), then zeros up to alloc (the file's size); chunk is the
+// next extension's size. The flush that writes to the file owns the
+// layout (Wait's leader: one at a time), and Open and Rewrite, under mu
+// with no flush running; a file's layout is never shared with another's.
+type jfile struct {
+	f          *os.File
+	end, alloc int64
+	chunk      int64
+	legacy     bool // a version 2 or 3 file: appended to without zeros (a reader of its version would take them for records)
 }
 
 // Contents is what Open read: the snapshot's records, then the journal's,
@@ -191,7 +242,7 @@ func readHeader(data []byte) (fileHeader, error) {
 	}
 	v := data[3]
 	if v < oldestVersion || v > Version {
-		return fileHeader{}, fmt.Errorf("%w %d (this build reads versions %d and %d); use the confpay-fakeserver that wrote it", ErrVersion, v, oldestVersion, Version)
+		return fileHeader{}, fmt.Errorf("%w %d (this build reads versions %d to %d); use the confpay-fakeserver that wrote it", ErrVersion, v, oldestVersion, Version)
 	}
 	h := fileHeader{version: v, gen: binary.LittleEndian.Uint32(data[4:8])}
 	if v == 2 && h.gen != 0 {
@@ -206,8 +257,10 @@ type journalFile struct {
 	f    *os.File
 	hdr  fileHeader
 	recs [][]byte
-	good int64 // the length of its good prefix
+	good int64 // the length of its good prefix: its logical size
 	size int64
+	torn int64  // bytes of torn tail: from good to its last non-zero byte
+	made *jfile // the file newJournalFile made (nil: one found)
 }
 
 func (j *Journal) load() (c *Contents, err error) {
@@ -264,10 +317,12 @@ func (j *Journal) load() (c *Contents, err error) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		jf.size = int64(len(data))
-		if len(data) < 8 {
+		if len(data) < 8 || tornTail(data, 0) == 0 {
 			// A torn header: a file created and never appended to (a
-			// record is appended only after its header is written). It
-			// takes the generation it would have had.
+			// record is appended only after its header is written, and
+			// fsynced with the zeros after it). It takes the generation
+			// it would have had.
+			jf.torn = tornTail(data, 0)
 			jf.hdr = fileHeader{version: Version, gen: snapHdr.gen}
 			if name == NextFile {
 				jf.hdr.gen = snapHdr.gen + 1
@@ -281,6 +336,7 @@ func (j *Journal) load() (c *Contents, err error) {
 			return nil, fmt.Errorf("journal: %s: %w", filepath.Join(j.dir, name), err)
 		}
 		jf.recs, jf.good, _ = Decode(data)
+		jf.torn = tornTail(data, jf.good)
 	}
 	// Which journals follow the snapshot: those of its generation and
 	// the next, in order; an older one is stale (the snapshot holds it).
@@ -297,7 +353,7 @@ func (j *Journal) load() (c *Contents, err error) {
 		}
 	}
 	for i, jf := range live {
-		if jf.good < jf.size && i < len(live)-1 && len(live[i+1].recs) > 0 {
+		if jf.torn > 0 && i < len(live)-1 && len(live[i+1].recs) > 0 {
 			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d, and %s follows it", jf.name, jf.good, jf.size, live[i+1].name)
 		}
 		c.Journal = append(c.Journal, jf.recs...)
@@ -315,9 +371,11 @@ func (j *Journal) load() (c *Contents, err error) {
 	var act *journalFile
 	switch len(live) {
 	case 0:
-		if act, err = j.newJournalFile(snapHdr.gen); err != nil {
+		nf, err := j.newJournalFile(snapHdr.gen, minPrealloc)
+		if err != nil {
 			return nil, err
 		}
+		act = &journalFile{name: JournalFile, f: nf.f, hdr: fileHeader{Version, snapHdr.gen}, good: nf.end, size: nf.alloc, made: nf}
 		files = append(files, act)
 	case 1:
 		act = live[0]
@@ -325,24 +383,11 @@ func (j *Journal) load() (c *Contents, err error) {
 		act = live[1]
 		j.fold = true
 	}
-	if act.good < act.size || act.size < 8 {
-		c.Dropped = act.size - act.good
-		if act.good < 8 { // a torn header: write it whole
-			if err := act.f.Truncate(0); err != nil {
-				return nil, fmt.Errorf("journal: %w", err)
-			}
-			if err := writeHeaderAt(act.f, Version, act.hdr.gen); err != nil {
-				return nil, err
-			}
-			act.good = 8
-		}
-		if err := act.f.Truncate(act.good); err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
-		if err := j.fsync(act.f); err != nil {
-			return nil, err
-		}
+	af, dropped, err := j.openActive(act)
+	if err != nil {
+		return nil, err
 	}
+	c.Dropped = dropped
 	if len(live) == 1 && act.name == NextFile {
 		// The rewrite's snapshot is in place; its last step was not.
 		if err := os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile)); err != nil {
@@ -365,27 +410,70 @@ func (j *Journal) load() (c *Contents, err error) {
 	if err := syncDir(j.dir); err != nil && !j.noSync {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	end, err := act.f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	j.f, j.gen = act.f, act.hdr.gen
-	j.size = end
+	j.f, j.gen = af, act.hdr.gen
+	j.size = af.end
 	j.checkDueLocked()
 	return c, nil
 }
 
+// openActive readies the journal file appends go to: a torn header is
+// written whole; a torn tail (any non-zero byte after the records) is
+// cut and the cut fsynced before the file is extended with zeros again,
+// so that no byte of the tail can be read back as a record after a later
+// crash; a version 4 file is then preallocated (a version 2 or 3 one
+// keeps no byte after its records). It returns the file's layout and how
+// many bytes of torn tail it dropped.
+func (j *Journal) openActive(act *journalFile) (*jfile, int64, error) {
+	if act.made != nil {
+		return act.made, 0, nil
+	}
+	af := &jfile{f: act.f, end: act.good, alloc: act.size, chunk: firstChunk(act.good)}
+	fail := func(err error) (*jfile, int64, error) { return nil, 0, fmt.Errorf("journal: %w", err) }
+	switch {
+	case act.good < 8: // a torn header: write it whole
+		if err := act.f.Truncate(0); err != nil {
+			return fail(err)
+		}
+		if err := writeHeaderAt(act.f, Version, act.hdr.gen); err != nil {
+			return nil, 0, err
+		}
+		act.hdr.version = Version
+		af.end, af.alloc = 8, 8
+		if err := j.fullSync(act.f); err != nil {
+			return nil, 0, err
+		}
+	case act.torn > 0 || act.hdr.version < Version && act.size > act.good:
+		if err := act.f.Truncate(act.good); err != nil {
+			return fail(err)
+		}
+		if err := j.fullSync(act.f); err != nil {
+			return nil, 0, err
+		}
+		af.alloc = act.good
+	}
+	af.legacy = act.hdr.version < Version
+	if !af.legacy && af.alloc <= af.end {
+		if err := j.extend(af, af.end); err != nil {
+			return fail(err)
+		}
+	}
+	return af, act.torn, nil
+}
+
 // newJournalFile makes an empty journal of generation gen, named
-// JournalFile, durably (written beside, fsynced, renamed).
-func (j *Journal) newJournalFile(gen uint32) (*journalFile, error) {
+// JournalFile, durably (its header and a first chunk of zeros written
+// beside, fsynced, renamed), and returns it. The caller fsyncs the
+// directory.
+func (j *Journal) newJournalFile(gen uint32, chunk int64) (*jfile, error) {
 	tmp := filepath.Join(j.dir, JournalFile+".tmp")
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	jf := &jfile{f: f, end: 8, alloc: 8, chunk: chunk}
 	err = writeHeaderAt(f, Version, gen)
 	if err == nil {
-		err = j.fsync(f)
+		err = j.extend(jf, jf.end) // fsyncs the header too
 	}
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(j.dir, JournalFile))
@@ -394,22 +482,67 @@ func (j *Journal) newJournalFile(gen uint32) (*journalFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	return &journalFile{name: JournalFile, f: f, hdr: fileHeader{Version, gen}, good: 8, size: 8}, nil
+	return jf, nil
+}
+
+// extend writes zeros from jf's end of file to a chunk past need (the
+// end of the records about to be written) and fsyncs the file whole (its
+// new size and blocks), so that the flushes that overwrite the zeros need
+// only fdatasync. Each extension doubles the next one's chunk, up to
+// maxPrealloc.
+func (j *Journal) extend(jf *jfile, need int64) error {
+	to := max(jf.alloc, need) + jf.chunk
+	for off := jf.alloc; off < to; {
+		n := min(int64(len(zeros)), to-off)
+		if _, err := jf.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("preallocate: %w", err)
+		}
+		off += n
+	}
+	if err := j.fullSync(jf.f); err != nil {
+		return err
+	}
+	jf.alloc = to
+	jf.chunk = min(2*jf.chunk, maxPrealloc)
+	return nil
+}
+
+// zeros is what extend writes (never written to).
+var zeros [1 << 20]byte
+
+// fullSync fsyncs f whole (data and metadata: f.Sync), unless noSync:
+// after a change of the file's size (an extension, a cut tail).
+func (j *Journal) fullSync(f *os.File) error {
+	if j.noSync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal: fsync: %w", err)
+	}
+	return nil
+}
+
+// tornTail is how many bytes of data after good (its records' end) are a
+// torn tail: up to its last non-zero byte (zeros after the records are
+// the preallocated rest of the file, not a tail).
+func tornTail(data []byte, good int64) int64 {
+	for i := len(data) - 1; i >= int(good); i-- {
+		if data[i] != 0 {
+			return int64(i+1) - good
+		}
+	}
+	return 0
 }
 
 func header(gen uint32) []byte {
 	return binary.LittleEndian.AppendUint32([]byte{magic[0], magic[1], magic[2], Version}, gen)
 }
 
-// writeHeaderAt writes a header at the start of f and leaves f's offset
-// after it.
+// writeHeaderAt writes a header at the start of f.
 func writeHeaderAt(f *os.File, version byte, gen uint32) error {
 	h := header(gen)
 	h[3] = version
 	if _, err := f.WriteAt(h, 0); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if _, err := f.Seek(8, io.SeekStart); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -424,8 +557,9 @@ func Encode(records func(emit func([]byte))) []byte {
 	return b
 }
 
-// Decode reads a file's records: the records up to the first incomplete
-// or damaged one, and the length of the good prefix. A file shorter than
+// Decode reads a file's records: the records up to the first zero length
+// (a preallocated journal's logical end), incomplete or damaged one, and
+// the length of the good prefix (a journal's logical size). A file shorter than
 // its header is an empty one with a torn header (good 0); a wrong magic or
 // an unknown version is an error.
 func Decode(data []byte) (recs [][]byte, good int64, err error) {
@@ -442,7 +576,9 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 		}
 		n := binary.LittleEndian.Uint32(data[off:])
 		sum := binary.LittleEndian.Uint32(data[off+4:])
-		if n > MaxRecord || uint64(len(data)-off-8) < uint64(n) {
+		// A zero length is the logical end (the preallocated zeros) or
+		// a torn record, never a record: the CRC-32C of nothing is 0.
+		if n == 0 || n > MaxRecord || uint64(len(data)-off-8) < uint64(n) {
 			return recs, int64(off), nil
 		}
 		p := data[off+8 : off+8+int(n)]
@@ -455,6 +591,9 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 }
 
 func frame(w []byte, p []byte) []byte {
+	if len(p) == 0 {
+		panic("journal: an empty record") // it would read as the journal's end
+	}
 	w = binary.LittleEndian.AppendUint32(w, uint32(len(p)))
 	w = binary.LittleEndian.AppendUint32(w, crc32.Checksum(p, crcT))
 	return append(w, p...)
@@ -464,6 +603,9 @@ func frame(w []byte, p []byte) []byte {
 // under its own lock, so records are in commit order. It never waits for
 // a write or an fsync in progress.
 func (j *Journal) Append(p []byte) uint64 {
+	if len(p) == 0 {
+		panic("journal: an empty record") // it would read as the journal's end
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.buf = frame(j.buf, p)
@@ -477,6 +619,9 @@ func (j *Journal) AppendParts(parts [][]byte) uint64 {
 	for _, p := range parts {
 		n += len(p)
 		sum = crc32.Update(sum, crcT, p)
+	}
+	if n == 0 {
+		panic("journal: an empty record") // it would read as the journal's end
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -605,7 +750,7 @@ func (j *Journal) Wait(n uint64) error {
 		var err error
 		if ret != nil {
 			err = j.writeSync(ret.f, ret.buf)
-			if cerr := ret.f.Close(); err == nil && cerr != nil {
+			if cerr := ret.f.f.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("journal: %w", cerr)
 			}
 		}
@@ -649,17 +794,27 @@ func (j *Journal) idleLocked() {
 	}
 }
 
-func (j *Journal) writeSync(f *os.File, data []byte) error {
+// writeSync writes data at jf's logical end, over the preallocated zeros
+// (extending the file first when data would pass them; a version 2 or 3
+// file grows instead), and syncs it with datasync (fdatasync on linux).
+func (j *Journal) writeSync(jf *jfile, data []byte) error {
 	if len(data) > 0 {
-		if _, err := f.Write(data); err != nil {
+		if need := jf.end + int64(len(data)); need > jf.alloc && !jf.legacy {
+			if err := j.extend(jf, need); err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+		}
+		if _, err := jf.f.WriteAt(data, jf.end); err != nil {
 			return fmt.Errorf("journal: write: %w", err)
 		}
+		jf.end += int64(len(data))
+		jf.alloc = max(jf.alloc, jf.end)
 	}
-	return j.fsync(f)
+	return j.fsync(jf.f)
 }
 
-// SetSync makes j fsync its journal file with fn rather than f.Sync (a
-// test holds or fails an fsync with it); nil restores f.Sync.
+// SetSync makes j sync its journal file's flushes with fn rather than
+// datasync (a test holds or fails a sync with it); nil restores datasync.
 func (j *Journal) SetSync(fn func(*os.File) error) {
 	if fn == nil {
 		j.syncHook.Store(nil)
@@ -690,8 +845,8 @@ func (j *Journal) step(name string) error {
 	return nil
 }
 
-// syncFile is f.Sync (a test replaces it).
-var syncFile = (*os.File).Sync
+// syncFile is a flush's sync, datasync (a test replaces it).
+var syncFile = datasync
 
 func (j *Journal) fsync(f *os.File) error {
 	if j.noSync {
@@ -775,9 +930,9 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	}
 	gen := j.gen + 1
 	size, err := j.writeSnapshot(gen, records, false)
-	var jf *journalFile
+	var jf *jfile
 	if err == nil {
-		jf, err = j.newJournalFile(gen)
+		jf, err = j.newJournalFile(gen, firstChunk(j.size))
 	}
 	if err == nil {
 		err = os.Remove(filepath.Join(j.dir, NextFile))
@@ -797,11 +952,11 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	}
 	// The buffered records are older than the snapshot: drop them.
 	if j.retired != nil {
-		j.retired.f.Close()
+		j.retired.f.f.Close()
 		j.retired = nil
 	}
-	j.f.Close()
-	j.f, j.gen, j.dirSync, j.fold = jf.f, gen, nil, false
+	j.f.f.Close()
+	j.f, j.gen, j.dirSync, j.fold = jf, gen, nil, false
 	j.buf = j.buf[:0]
 	j.synced = j.appended
 	j.durable.Store(j.synced)
@@ -863,7 +1018,10 @@ func (j *Journal) BeginRewrite() error {
 	j.rewriting = true // no other rewrite; RewriteDue false
 	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
 	j.buf = nil
-	j.f, j.gen, j.dirSync = nf, gen, nf
+	// NextFile is preallocated by the first flush to it (extend), not
+	// here: the caller holds its own lock.
+	next := &jfile{f: nf, end: 8, alloc: 8, chunk: firstChunk(j.size)}
+	j.f, j.gen, j.dirSync = next, gen, next
 	j.snapSize, j.size = 0, 8
 	j.checkDueLocked()
 	return nil
@@ -926,7 +1084,7 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 		// the snapshot stands would lose them from under it (half a
 		// transfer). So NextFile is fsynced first, noSync or not, as the
 		// snapshot itself is.
-		err = j.syncNow(next)
+		err = j.syncNow(next.f)
 	}
 	var size int64
 	if err == nil {
@@ -947,7 +1105,7 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 		j.mu.Lock()
 		j.idleLocked()
 		if ret := j.retired; ret != nil {
-			ret.f.Close()
+			ret.f.f.Close()
 			j.retired = nil
 			if j.synced < ret.upTo {
 				j.synced = ret.upTo
@@ -992,11 +1150,11 @@ func (j *Journal) Close() error {
 	}
 	j.closed = true
 	if j.retired != nil {
-		j.retired.f.Close()
+		j.retired.f.f.Close()
 		j.retired = nil
 	}
 	if j.f != nil {
-		if cerr := j.f.Close(); err == nil {
+		if cerr := j.f.f.Close(); err == nil {
 			err = cerr
 		}
 		j.f = nil

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -27,10 +28,10 @@ func TestWaitForSyncedRecordDoesNotQueue(t *testing.T) {
 	syncFile = func(f *os.File) error {
 		close(inSync)
 		<-release
-		syncFile = (*os.File).Sync
+		syncFile = datasync
 		return f.Sync()
 	}
-	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	t.Cleanup(func() { syncFile = datasync })
 	two := j.Append([]byte("two"))
 	led := make(chan error)
 	go func() { led <- j.Wait(two) }()
@@ -75,7 +76,7 @@ func TestGroupCommit(t *testing.T) {
 		}
 		return f.Sync()
 	}
-	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	t.Cleanup(func() { syncFile = datasync })
 	first := make(chan error)
 	go func() { first <- j.Wait(j.Append([]byte("r1"))) }()
 	<-inSync
@@ -213,5 +214,491 @@ func TestHooksCleared(t *testing.T) {
 	}
 	if err := j.Wait(j.Append([]byte("b"))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// encodeRecs is a journal file holding recs, as Open would read it.
+func encodeRecs(recs ...string) []byte {
+	return Encode(func(emit func([]byte)) {
+		for _, r := range recs {
+			emit([]byte(r))
+		}
+	})
+}
+
+// openFile opens a directory whose journal file holds data.
+func openFile(t *testing.T, data []byte) (string, *Journal, *Contents) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return dir, j, c
+}
+
+func strs(recs [][]byte) []string {
+	var s []string
+	for _, r := range recs {
+		s = append(s, string(r))
+	}
+	return s
+}
+
+// TestZeroTailIsTheEnd: a journal whose records are followed by zeros
+// (the preallocated rest of the file) loads exactly its records, nothing
+// dropped (before, each zero header read as an empty record: the CRC-32C
+// of nothing is 0).
+func TestZeroTailIsTheEnd(t *testing.T) {
+	data := append(encodeRecs("one", "two"), make([]byte, 5000)...)
+	_, _, c := openFile(t, data)
+	if got := strs(c.Journal); !slices.Equal(got, []string{"one", "two"}) || c.Dropped != 0 {
+		t.Fatalf("records %q, dropped %d; want [one two], 0", got, c.Dropped)
+	}
+}
+
+// tornRecord is a record frame cut short: a header announcing 100 bytes
+// whose checksum is of nothing written, then 10 of them.
+func tornRecord() []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 100)
+	b = binary.LittleEndian.AppendUint32(b, 0xdeadbeef)
+	return append(b, "0123456789"...)
+}
+
+// TestTornRecordThenZeros: a record torn inside the preallocated zeros
+// ends the journal at the last complete record; the torn bytes, not the
+// zeros after them, are reported dropped.
+func TestTornRecordThenZeros(t *testing.T) {
+	data := slices.Concat(encodeRecs("one", "two"), tornRecord(), make([]byte, 5000))
+	_, _, c := openFile(t, data)
+	if got := strs(c.Journal); !slices.Equal(got, []string{"one", "two"}) || c.Dropped != int64(len(tornRecord())) {
+		t.Fatalf("records %q, dropped %d; want [one two], %d", got, c.Dropped, len(tornRecord()))
+	}
+}
+
+// TestTornTailNotReadBack: after a load that dropped a torn tail, new
+// records written where the tail was, and a crash (the files copied
+// while the journal is open), the journal reads back its records and the
+// new ones only: no byte of the old tail, although the old tail holds a
+// well-framed record just past where the new records end.
+func TestTornTailNotReadBack(t *testing.T) {
+	ghost := encodeRecs("ghost")[8:]
+	// A torn record whose body holds, 30 bytes past its start (where the
+	// new record "abcdefghijklmnopqrstuv" ends: 8 + 22), a whole one.
+	torn := binary.LittleEndian.AppendUint32(nil, 1000)
+	torn = binary.LittleEndian.AppendUint32(torn, 0xdeadbeef)
+	torn = append(torn, make([]byte, 22)...)
+	torn = append(torn, ghost...)
+	data := slices.Concat(encodeRecs("one"), torn, make([]byte, 100))
+	dir, j, c := openFile(t, data)
+	if c.Dropped == 0 {
+		t.Fatal("the torn record was not dropped")
+	}
+	if err := j.Wait(j.Append([]byte("abcdefghijklmnopqrstuv"))); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dir, JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(crashed, JournalFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j2, c2, err := Open(crashed, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if got := strs(c2.Journal); !slices.Equal(got, []string{"one", "abcdefghijklmnopqrstuv"}) || c2.Dropped != 0 {
+		t.Fatalf("after the crash: records %q, dropped %d; want [one abcdefghijklmnopqrstuv], 0", got, c2.Dropped)
+	}
+}
+
+// TestPreallocated: the journal file runs ahead of its records with
+// zeros, from Open, past a flush bigger than the zeros left, and after a
+// Rewrite; every reopen reads exactly the records.
+func TestPreallocated(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, JournalFile)
+	fileSize := func() int64 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	j, _, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fileSize(); n < 8+minPrealloc {
+		t.Fatalf("a new journal file is %d bytes, want it preallocated (≥ %d)", n, 8+minPrealloc)
+	}
+	big := bytes.Repeat([]byte("x"), 3*minPrealloc)
+	j.Append([]byte("small"))
+	if err := j.Wait(j.Append(big)); err != nil {
+		t.Fatal(err)
+	}
+	logical := int64(8 + 8 + 5 + 8 + len(big))
+	if n := fileSize(); n <= logical {
+		t.Fatalf("the journal file is %d bytes for %d of records: not extended ahead", n, logical)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Journal) != 2 || string(c.Journal[0]) != "small" || !bytes.Equal(c.Journal[1], big) || c.Dropped != 0 {
+		t.Fatalf("reopened: %d records, dropped %d", len(c.Journal), c.Dropped)
+	}
+	if err := j.Rewrite(func(emit func([]byte)) { emit([]byte("state")) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := fileSize(); n <= 8 {
+		t.Fatalf("the emptied journal file is %d bytes, want it preallocated", n)
+	}
+	if err := j.Wait(j.Append([]byte("after"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err = Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if got := strs(c.Journal); !slices.Equal(got, []string{"after"}) || len(c.Snapshot) != 1 || c.Dropped != 0 {
+		t.Fatalf("after the rewrite: journal %q, %d snapshot records, dropped %d", got, len(c.Snapshot), c.Dropped)
+	}
+}
+
+// TestEmptyRecordRefused: an empty record would read as the journal's
+// end, so appending one panics.
+func TestEmptyRecordRefused(t *testing.T) {
+	j, _, err := Open(t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for _, f := range []func(){func() { j.Append(nil) }, func() { j.AppendParts([][]byte{nil, {}}) }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("an empty record was appended")
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// fileOf is the named file of dir (t fails without it).
+func fileOf(t *testing.T, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// copyDir copies dir's files (its lock aside) to a new directory, as a
+// kill -9 would leave them, and returns it.
+func copyDir(t *testing.T, dir string) string {
+	t.Helper()
+	to := t.TempDir()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Name() == LockFile {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), fileOf(t, dir, e.Name()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return to
+}
+
+// preallocated reports whether the file holds zeros after its records
+// (and nothing else).
+func preallocated(t *testing.T, b []byte) bool {
+	t.Helper()
+	_, good, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return good < int64(len(b)) && tornTail(b, good) == 0
+}
+
+// TestRewriteWhilePreallocated: a rewrite while running (StartRewrite)
+// appends to a preallocated journal.next; a crash at each of its steps
+// (the files copied while the step is held, after a record was made
+// durable in it) loads every record exactly once, nothing dropped; each
+// copy then appends and loads again.
+func TestRewriteWhilePreallocated(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", "b"}
+	j.Append([]byte("a"))
+	if err := j.Wait(j.Append([]byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+	type crash struct {
+		step string
+		dir  string
+		want []string
+	}
+	var crashes []crash
+	j.SetRewriteHook(func(step string) error {
+		rec := "c-" + step
+		if err := j.Wait(j.Append([]byte(rec))); err != nil {
+			return err
+		}
+		want = append(want, rec)
+		if b, err := os.ReadFile(filepath.Join(dir, NextFile)); err == nil && !preallocated(t, b) {
+			t.Errorf("at %s: journal.next (%d bytes) is not preallocated", step, len(b))
+		}
+		crashes = append(crashes, crash{step, copyDir(t, dir), slices.Clone(want)})
+		return nil
+	})
+	if err := j.StartRewrite(func(emit func([]byte)) { emit([]byte("a")); emit([]byte("b")) }); err != nil {
+		t.Fatal(err)
+	}
+	j.WaitRewrite()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(crashes) != 4 {
+		t.Fatalf("%d steps held, want 4", len(crashes))
+	}
+	if b := fileOf(t, dir, JournalFile); !preallocated(t, b) {
+		t.Fatalf("the journal after the rewrite (%d bytes) is not preallocated", len(b))
+	}
+	for _, cr := range crashes {
+		j, c, err := Open(cr.dir, false)
+		if err != nil {
+			t.Fatalf("at %s: %v", cr.step, err)
+		}
+		if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, cr.want) || c.Dropped != 0 {
+			t.Fatalf("a crash at %s loads %q (dropped %d), want %q", cr.step, got, c.Dropped, cr.want)
+		}
+		if err := j.Wait(j.Append([]byte("after"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+		j, c, err = Open(cr.dir, false)
+		if err != nil {
+			t.Fatalf("at %s, reopened: %v", cr.step, err)
+		}
+		if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, append(cr.want, "after")) || c.Dropped != 0 {
+			t.Fatalf("a crash at %s, reopened, loads %q (dropped %d), want %q + after", cr.step, got, c.Dropped, cr.want)
+		}
+		j.Close()
+	}
+}
+
+// journalOf is a journal file of version v and generation gen holding
+// recs, then tail.
+func journalOf(v byte, gen uint32, tail []byte, recs ...string) []byte {
+	b := binary.LittleEndian.AppendUint32([]byte{'C', 'P', 'J', v}, gen)
+	for _, r := range recs {
+		b = frame(b, []byte(r))
+	}
+	return append(b, tail...)
+}
+
+// TestTornTailInNext: a crash during a rewrite left journal.next with a
+// torn record over its preallocated zeros: Open loads the journal's
+// records and journal.next's complete ones, counts the torn bytes
+// dropped, cuts them (zeros after journal.next's records, nothing else),
+// and appends after them; a reopen reads no byte of the tail.
+func TestTornTailInNext(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{
+		SnapshotFile: Encode(func(emit func([]byte)) { emit([]byte("s")) }),
+		JournalFile:  journalOf(Version, 0, make([]byte, 3000), "a"),
+		NextFile:     journalOf(Version, 1, slices.Concat(tornRecord(), make([]byte, 3000)), "c"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, c, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "c"}) || c.Dropped != int64(len(tornRecord())) {
+		t.Fatalf("loaded %q, dropped %d; want [s a c], %d", got, c.Dropped, len(tornRecord()))
+	}
+	if !j.RewriteDue() {
+		t.Fatal("two journals and no fold due")
+	}
+	if b := fileOf(t, dir, NextFile); !preallocated(t, b) {
+		t.Fatal("journal.next holds more than its records and zeros after the load")
+	}
+	if err := j.Wait(j.Append([]byte("abcdefghijklmnopqrstuv"))); err != nil {
+		t.Fatal(err)
+	}
+	j2, c2, err := Open(copyDir(t, dir), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if got := strs(slices.Concat(c2.Snapshot, c2.Journal)); !slices.Equal(got, []string{"s", "a", "c", "abcdefghijklmnopqrstuv"}) || c2.Dropped != 0 {
+		t.Fatalf("after a crash: %q, dropped %d", got, c2.Dropped)
+	}
+	j.Close()
+}
+
+// TestTwoJournalsLogicalEnd: a journal followed by a non-empty
+// journal.next is corrupt when it has a torn tail (non-zero bytes after
+// its records), not when zeros follow them (preallocated).
+func TestTwoJournalsLogicalEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tail []byte
+		ok   bool
+	}{
+		{"zeros", make([]byte, 3000), true},
+		{"torn", slices.Concat(tornRecord(), make([]byte, 3000)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, JournalFile), journalOf(Version, 0, tc.tail, "a"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, NextFile), journalOf(Version, 1, make([]byte, 100), "b"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j, c, err := Open(dir, false)
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), "is corrupt at byte 17") {
+					t.Fatalf("Open: %v, want the torn journal refused", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if got := strs(c.Journal); !slices.Equal(got, []string{"a", "b"}) || c.Dropped != 0 {
+				t.Fatalf("loaded %q, dropped %d", got, c.Dropped)
+			}
+		})
+	}
+}
+
+// TestVersion3Directory: a directory of the previous format (version 3:
+// files never preallocated) loads, is appended to as before (its journal
+// stays a version 3 file without zeros, which a version 3 reader reads),
+// asks for a fold, and the fold writes version 4 files, the journal
+// preallocated.
+func TestVersion3Directory(t *testing.T) {
+	dir := t.TempDir()
+	snap := journalOf(3, 1, nil, "s")
+	if err := os.WriteFile(filepath.Join(dir, SnapshotFile), snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), journalOf(3, 1, nil, "a", "b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b"}) || c.Dropped != 0 {
+		t.Fatalf("loaded %q, dropped %d", got, c.Dropped)
+	}
+	if !j.RewriteDue() {
+		t.Fatal("a version 3 directory and no fold due")
+	}
+	if err := j.Wait(j.Append([]byte("c"))); err != nil {
+		t.Fatal(err)
+	}
+	if b, want := fileOf(t, dir, JournalFile), journalOf(3, 1, nil, "a", "b", "c"); !bytes.Equal(b, want) {
+		t.Fatalf("the version 3 journal after an append:\n%x\nwant\n%x", b, want)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, c, err = Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b", "c"}) || c.Dropped != 0 {
+		t.Fatalf("reopened: %q, dropped %d", got, c.Dropped)
+	}
+	if err := j.Rewrite(func(emit func([]byte)) {
+		for _, r := range []string{"s", "a", "b", "c"} {
+			emit([]byte(r))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if j.RewriteDue() {
+		t.Fatal("a fold due after the fold")
+	}
+	if err := j.Wait(j.Append([]byte("d"))); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	for _, name := range []string{SnapshotFile, JournalFile} {
+		if v := fileOf(t, dir, name)[3]; v != Version {
+			t.Fatalf("%s is of version %d after the fold, want %d", name, v, Version)
+		}
+	}
+	if !preallocated(t, fileOf(t, dir, JournalFile)) {
+		t.Fatal("the folded journal is not preallocated")
+	}
+	j, c, err = Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b", "c", "d"}) || c.Dropped != 0 || j.RewriteDue() {
+		t.Fatalf("after the fold: %q, dropped %d, due %v", got, c.Dropped, j.RewriteDue())
+	}
+}
+
+// TestVersion4Header: the files this package writes say version 4 (a
+// version 3 reader, which would read preallocated zeros as empty
+// records, refuses them).
+func TestVersion4Header(t *testing.T) {
+	if Version != 4 {
+		t.Fatalf("Version %d, want 4", Version)
+	}
+	dir := t.TempDir()
+	j, _, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Rewrite(func(emit func([]byte)) { emit([]byte("s")) }); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	for _, name := range []string{SnapshotFile, JournalFile} {
+		if b := fileOf(t, dir, name); string(b[:4]) != "CPJ\x04" {
+			t.Fatalf("%s starts %q, want CPJ\\x04", name, b[:4])
+		}
+	}
+	if _, err := readHeader([]byte("CPJ\x05\x00\x00\x00\x00")); err == nil || !strings.Contains(err.Error(), "unknown format version 5 (this build reads versions 2 to 4)") {
+		t.Fatalf("version 5: %v", err)
 	}
 }
