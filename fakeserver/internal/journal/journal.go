@@ -159,7 +159,7 @@ type Journal struct {
 	// fsynced: the first flush to it syncs the directory too.
 	dirSync   *jfile
 	rewriting bool // StartRewrite's background phase runs
-	fold      bool // Open found two journals, or version 2 files: RewriteDue
+	fold      bool // Open found two journals, or files of an older version: RewriteDue
 
 	lastBatch uint64        // records the last flush carried
 	lastSync  time.Duration // how long it took
@@ -200,7 +200,9 @@ type jfile struct {
 // in order, and whether a torn tail was dropped.
 type Contents struct {
 	Snapshot, Journal [][]byte
-	// Dropped is how many bytes of torn tail the journal lost.
+	// Dropped is how many bytes of torn tail the journal lost: the
+	// non-zero bytes after its records (zeros there are the
+	// preallocated rest of the file).
 	Dropped int64
 }
 
@@ -208,7 +210,7 @@ type Contents struct {
 // journals, drops a torn tail from the journal, and opens the journal for
 // appending. A second Open of the same directory, from this process or
 // another, fails while the first is open. When Open found the traces of
-// a rewrite a crash interrupted (two journals) or a version 2 directory,
+// a rewrite a crash interrupted (two journals) or a version 2 or 3 directory,
 // RewriteDue reports true: the caller's Rewrite then folds them into a
 // snapshot and one journal of the current format.
 func Open(dir string, noSync bool) (*Journal, *Contents, error) {
@@ -440,14 +442,14 @@ func (j *Journal) openActive(act *journalFile) (*jfile, int64, error) {
 		act.hdr.version = Version
 		af.end, af.alloc = 8, 8
 		if err := j.fullSync(act.f); err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 	case act.torn > 0 || act.hdr.version < Version && act.size > act.good:
 		if err := act.f.Truncate(act.good); err != nil {
 			return fail(err)
 		}
 		if err := j.fullSync(act.f); err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 		af.alloc = act.good
 	}
@@ -489,7 +491,7 @@ func (j *Journal) newJournalFile(gen uint32, chunk int64) (*jfile, error) {
 // end of the records about to be written) and fsyncs the file whole (its
 // new size and blocks), so that the flushes that overwrite the zeros need
 // only fdatasync. Each extension doubles the next one's chunk, up to
-// maxPrealloc.
+// maxPrealloc. Its error is the caller's to prefix.
 func (j *Journal) extend(jf *jfile, need int64) error {
 	to := max(jf.alloc, need) + jf.chunk
 	for off := jf.alloc; off < to; {
@@ -511,13 +513,14 @@ func (j *Journal) extend(jf *jfile, need int64) error {
 var zeros [1 << 20]byte
 
 // fullSync fsyncs f whole (data and metadata: f.Sync), unless noSync:
-// after a change of the file's size (an extension, a cut tail).
+// after a change of the file's size (an extension, a cut tail). Its
+// error is the caller's to prefix.
 func (j *Journal) fullSync(f *os.File) error {
 	if j.noSync {
 		return nil
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("journal: fsync: %w", err)
+		return fmt.Errorf("fsync: %w", err)
 	}
 	return nil
 }

@@ -702,3 +702,52 @@ func TestVersion4Header(t *testing.T) {
 		t.Fatalf("version 5: %v", err)
 	}
 }
+
+// TestNewJournalChunk: a journal file that replaces another (Rewrite's
+// new journal, a rewrite's journal.next at its first flush) starts with a
+// chunk of zeros the size the journal it replaces had reached, not the
+// smallest one, within maxPrealloc.
+func TestNewJournalChunk(t *testing.T) {
+	dir := t.TempDir()
+	j, _, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	rec := bytes.Repeat([]byte("r"), 1000)
+	grow := func() int64 {
+		var n uint64
+		for range 300 {
+			n = j.Append(rec)
+		}
+		if err := j.Wait(n); err != nil {
+			t.Fatal(err)
+		}
+		return 300 * 1008
+	}
+	size := func(name string) int64 {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	grown := 8 + grow()
+	if err := j.Rewrite(func(emit func([]byte)) { emit([]byte("s")) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := size(JournalFile); n < 8+grown {
+		t.Fatalf("Rewrite's journal is %d bytes after a journal of %d, want ≥ %d", n, grown, 8+grown)
+	}
+	grown = 8 + grow()
+	if err := j.StartRewrite(func(emit func([]byte)) { emit([]byte("s")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(j.Append([]byte("next"))); err != nil {
+		t.Fatal(err)
+	}
+	j.WaitRewrite()
+	if n := size(JournalFile); n < 8+grown {
+		t.Fatalf("the rewrite's journal.next is %d bytes after a journal of %d, want ≥ %d", n, grown, 8+grown)
+	}
+}
