@@ -38,7 +38,10 @@ func BenchmarkTransferCreateDataDir(b *testing.B) {
 }
 
 func benchCreateDataDir(b *testing.B, clients int, mode string, key bool) {
-	opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithBlockTime(time.Hour)}
+	// A fresh Idempotency-Key per request: past the default bound (100,000
+	// per account and network) a long run (-benchtime 2s) would answer 429.
+	opts := []fakeserver.Option{fakeserver.WithoutListener(), fakeserver.WithBlockTime(time.Hour),
+		fakeserver.WithMaxIdempotencyKeys(1 << 30)}
 	dir := b.TempDir()
 	switch mode {
 	case "data":
