@@ -94,9 +94,9 @@ const DefaultRewriteAt = 64 << 20
 // costing a write of zeros and one fsync, paid by one flush, and a
 // journal between two rewrites (DefaultRewriteAt) is extended at most
 // 8 + 8 times. A new journal file (Rewrite's, or the NextFile of a
-// rewrite while running) starts with a chunk the size the journal it
-// replaces had reached (firstChunk): a busy server's gets maxPrealloc at
-// once, a small one's stays small.
+// rewrite while running) starts with a chunk as large as the records of
+// the journal it replaces, within these bounds (firstChunk): a busy
+// server's gets maxPrealloc at once, a small one's stays small.
 const (
 	minPrealloc = 64 << 10
 	maxPrealloc = 8 << 20
@@ -519,11 +519,14 @@ func (j *Journal) fullSync(f *os.File) error {
 	if j.noSync {
 		return nil
 	}
-	if err := f.Sync(); err != nil {
+	if err := fullSyncFile(f); err != nil {
 		return fmt.Errorf("fsync: %w", err)
 	}
 	return nil
 }
+
+// fullSyncFile is fullSync's f.Sync (a test replaces it).
+var fullSyncFile = (*os.File).Sync
 
 // tornTail is how many bytes of data after good (its records' end) are a
 // torn tail: up to its last non-zero byte (zeros after the records are
@@ -561,7 +564,8 @@ func Encode(records func(emit func([]byte))) []byte {
 }
 
 // Decode reads a file's records: the records up to the first zero length
-// (a preallocated journal's logical end), incomplete or damaged one, and
+// (a version 4 journal's logical end; in a version 2 or 3 file, a zero
+// length with a zero checksum is an empty record), incomplete or damaged one, and
 // the length of the good prefix (a journal's logical size). A file shorter than
 // its header is an empty one with a torn header (good 0); a wrong magic or
 // an unknown version is an error.
@@ -569,7 +573,8 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 	if len(data) < 8 {
 		return nil, 0, nil
 	}
-	if _, err := readHeader(data); err != nil {
+	h, err := readHeader(data)
+	if err != nil {
 		return nil, 0, err
 	}
 	off := 8
@@ -579,9 +584,13 @@ func Decode(data []byte) (recs [][]byte, good int64, err error) {
 		}
 		n := binary.LittleEndian.Uint32(data[off:])
 		sum := binary.LittleEndian.Uint32(data[off+4:])
-		// A zero length is the logical end (the preallocated zeros) or
-		// a torn record, never a record: the CRC-32C of nothing is 0.
-		if n == 0 || n > MaxRecord || uint64(len(data)-off-8) < uint64(n) {
+		// A zero length is a version 4 file's logical end (the
+		// preallocated zeros) or a torn record, never a record. Versions
+		// 2 and 3 wrote no zeros and read a zero length with a zero
+		// checksum (the CRC-32C of nothing) as an empty record, which a
+		// crash could leave and their server then appended after: it
+		// still reads so, or the records after it would be lost.
+		if n == 0 && (h.version >= 4 || sum != 0) || n > MaxRecord || uint64(len(data)-off-8) < uint64(n) {
 			return recs, int64(off), nil
 		}
 		p := data[off+8 : off+8+int(n)]
@@ -752,13 +761,13 @@ func (j *Journal) Wait(n uint64) error {
 		t0 := time.Now()
 		var err error
 		if ret != nil {
-			err = j.writeSync(ret.f, ret.buf)
+			err = j.writeSync(ret.f, ret.buf, true)
 			if cerr := ret.f.f.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("journal: %w", cerr)
 			}
 		}
 		if err == nil {
-			err = j.writeSync(f, data)
+			err = j.writeSync(f, data, false)
 		}
 		if err == nil && dirSync && !j.noSync {
 			if err = syncDir(j.dir); err != nil {
@@ -799,10 +808,12 @@ func (j *Journal) idleLocked() {
 
 // writeSync writes data at jf's logical end, over the preallocated zeros
 // (extending the file first when data would pass them; a version 2 or 3
-// file grows instead), and syncs it with datasync (fdatasync on linux).
-func (j *Journal) writeSync(jf *jfile, data []byte) error {
+// file grows instead, and so does a retired one, the last write it gets:
+// zeros there would never be used), and syncs it with datasync
+// (fdatasync on linux, which commits a grown size too).
+func (j *Journal) writeSync(jf *jfile, data []byte, retired bool) error {
 	if len(data) > 0 {
-		if need := jf.end + int64(len(data)); need > jf.alloc && !jf.legacy {
+		if need := jf.end + int64(len(data)); need > jf.alloc && !jf.legacy && !retired {
 			if err := j.extend(jf, need); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
