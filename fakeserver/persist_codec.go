@@ -40,6 +40,10 @@ const (
 	itemDelivery = 11
 	itemIdem     = 12
 	itemHeldGone = 13 // format version 3
+	// itemSubOrder follows the itemSub of a deleted subscription: its
+	// place in the order of deletions (hooks.SubRecord.DeletedSeq). A
+	// record without it (older) leaves the place 0.
+	itemSubOrder = 14
 )
 
 // itemDecoders decodes one item's body into l, by kind.
@@ -57,6 +61,7 @@ var itemDecoders = [...]func(*dec, *loaded) error{
 	itemDelivery: decDelivery,
 	itemIdem:     decIdem,
 	itemHeldGone: decHeldGone,
+	itemSubOrder: decSubOrder,
 }
 
 // encode is b as one record.
@@ -84,7 +89,13 @@ func (b *batch) appendTo(w *wbuf) {
 	items(w, itemHeld, b.Held, encHeld)
 	items(w, itemHeldGone, b.HeldGone, encHeldGone)
 	if b.Hooks != nil {
-		items(w, itemSub, b.Hooks.Subs, encSub)
+		for i := range b.Hooks.Subs {
+			r := &b.Hooks.Subs[i]
+			item(w, itemSub, r, encSub)
+			if r.Deleted != nil && r.DeletedSeq > 0 {
+				item(w, itemSubOrder, r, encSubOrder)
+			}
+		}
 		items(w, itemEvent, b.Hooks.Events, encEvent)
 		items(w, itemDelivery, b.Hooks.Deliveries, encDelivery)
 	}
@@ -628,6 +639,31 @@ func decSub(d *dec, l *loaded) error {
 		return fmt.Errorf("a subscription names network %q", r.Network)
 	}
 	l.hooks[r.Network].subs[r.ID] = r
+	return nil
+}
+
+func encSubOrder(w *wbuf, r *hooks.SubRecord) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.u64(r.DeletedSeq)
+}
+
+// decSubOrder gives the deleted subscription its itemSub just named its
+// place in the order of deletions.
+func decSubOrder(d *dec, l *loaded) error {
+	n, id, seq := d.net(), d.str(), d.u64()
+	if !d.ok {
+		return nil // reported by the caller
+	}
+	if !validNet(n) {
+		return fmt.Errorf("a subscription names network %q", n)
+	}
+	r, ok := l.hooks[n].subs[id]
+	if !ok || r.Deleted == nil {
+		return fmt.Errorf("subscription %s: a deletion's place without its deletion", id)
+	}
+	r.DeletedSeq = seq
+	l.hooks[n].subs[id] = r
 	return nil
 }
 
