@@ -44,6 +44,9 @@ const (
 	// place in the order of deletions (hooks.SubRecord.DeletedSeq). A
 	// record without it (older) leaves the place 0.
 	itemSubOrder = 14
+	// itemIdemGone is an Idempotency-Key the store forgot past its TTL
+	// (batch.IdemGone).
+	itemIdemGone = 15
 )
 
 // itemDecoders decodes one item's body into l, by kind.
@@ -62,6 +65,7 @@ var itemDecoders = [...]func(*dec, *loaded) error{
 	itemIdem:     decIdem,
 	itemHeldGone: decHeldGone,
 	itemSubOrder: decSubOrder,
+	itemIdemGone: decIdemGone,
 }
 
 // encode is b as one record.
@@ -99,6 +103,7 @@ func (b *batch) appendTo(w *wbuf) {
 		items(w, itemEvent, b.Hooks.Events, encEvent)
 		items(w, itemDelivery, b.Hooks.Deliveries, encDelivery)
 	}
+	items(w, itemIdemGone, b.IdemGone, encIdemGone)
 	items(w, itemIdem, b.Idem, encIdem)
 }
 
@@ -756,7 +761,28 @@ func decIdem(d *dec, l *loaded) error {
 	if p := d.bytes(); len(p) > 0 {
 		r.Body = append([]byte(nil), p...)
 	}
+	k := [2]string{r.Owner, r.Key}
+	if i, ok := l.idemAt[k]; ok {
+		l.idem[i] = idempotency.Record{} // a later record of the key replaces it
+	}
+	l.idemAt[k] = len(l.idem)
 	l.idem = append(l.idem, r)
+	return nil
+}
+
+func encIdemGone(w *wbuf, g *idempotency.Gone) {
+	w.str(g.Owner)
+	w.str(g.Key)
+}
+
+// decIdemGone forgets a key the store forgot past its TTL: neither its
+// record before nor a snapshot chunk taken before brings it back.
+func decIdemGone(d *dec, l *loaded) error {
+	k := [2]string{d.str(), d.str()}
+	if i, ok := l.idemAt[k]; ok {
+		l.idem[i] = idempotency.Record{}
+		delete(l.idemAt, k)
+	}
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package fakeserver_test
 
 import (
+	"bytes"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -78,4 +80,69 @@ func TestDataDirRestartKeepsDeletedWebhooksInDeletionOrder(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDataDirRestartForgetsExpiredIdempotencyKeys (issue 26): a key the
+// server forgot past its 24 hours stays forgotten after a restart, even
+// once the clock is set back to before its expiry (memory then runs a
+// request with it anew; a restored server must not replay the old
+// answer); and a key memory still holds, expired but not yet pruned,
+// comes back as memory holds it. Each order: the key pruned by a request
+// after its expiry (lazily: another key's request prunes it), or by the
+// request that reuses it; a snapshot rewrite between (rewrites); the
+// clock set back before or after the restart.
+func TestDataDirRestartForgetsExpiredIdempotencyKeys(t *testing.T) {
+	const body = `{"to":"@bob","amount":"1"}`
+	for _, tc := range []struct {
+		name         string
+		prune        bool // a request after the expiry forgets the key
+		backBefore   bool // the clock set back before the restart (else after)
+		wantReplayed bool // the key, used again at the earlier time, replays
+	}{
+		{"pruned, clock back before the restart", true, true, false},
+		{"pruned, clock back after the restart", true, false, false},
+		{"not pruned, clock back before the restart", false, true, true},
+		{"not pruned, clock back after the restart", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restartEqualModes(t, func(t *testing.T, opts ...fakeserver.Option) {
+				srv := fakeserver.New(t, opts...)
+				alice := newAccount(t, srv, "@alice")
+				newAccount(t, srv, "@bob")
+				fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "100")
+				start := srv.Now()
+				first := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k-old")
+				if first.status != http.StatusCreated {
+					t.Fatalf("POST /v1/transfers: %d %s", first.status, first.body)
+				}
+				srv.Advance(25 * time.Hour)
+				if tc.prune { // another key's request prunes every expired key
+					if a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k-other"); a.status != http.StatusCreated {
+						t.Fatalf("POST /v1/transfers: %d %s", a.status, a.body)
+					}
+				}
+				if tc.backBefore {
+					srv.Set(start.Add(time.Hour))
+				}
+				before, keys := srv.Snapshot(), fakeserver.IdempotencyKeys(srv)
+				srv.Close()
+				srv2 := fakeserver.New(t, opts...)
+				if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
+					t.Fatalf("state after restart (-before +after):\n%s", diff)
+				}
+				if got := fakeserver.IdempotencyKeys(srv2); got != keys {
+					t.Errorf("%d Idempotency-Keys after the restart, %d before it", got, keys)
+				}
+				if !tc.backBefore {
+					srv2.Set(start.Add(time.Hour))
+				}
+				again := rawCall(t, srv2, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k-old")
+				replayed := again.header.Get("Idempotent-Replayed") == "true"
+				if replayed != tc.wantReplayed || (replayed && !bytes.Equal(again.body, first.body)) || again.status != http.StatusCreated {
+					t.Errorf("the key used again after the restart: %d replayed=%v %s, want replayed=%v (first answer %s)",
+						again.status, replayed, again.body, tc.wantReplayed, first.body)
+				}
+			})
+		})
+	}
 }

@@ -254,7 +254,7 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 			recs = append(recs, b.encode())
 		}
 	}
-	for idem := range slices.Chunk(s.idempotent.Records(head.Now), rewriteChunk) {
+	for idem := range slices.Chunk(s.idempotent.Records(), rewriteChunk) {
 		b := rec()
 		b.Idem = idem
 		recs = append(recs, b.encode())

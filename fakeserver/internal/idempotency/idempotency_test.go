@@ -176,12 +176,12 @@ func TestKeptAnswerRoundTrip(t *testing.T) {
 			t.Errorf("%s: %v %+v", c.key, v, a)
 		}
 	}
-	recs := st.Records(t0)
+	recs := st.Records()
 	st2 := New(10)
 	for _, r := range recs {
-		st2.Restore(r, t0)
+		st2.Restore(r)
 	}
-	if got := st2.Records(t0); len(got) != 3 || string(got[0].Body) != `{"code":"x"}` || got[1].Status != 201 || string(got[1].Body) != `{"id":"tr_1"}` || got[2].Body != nil || got[2].Status != 204 {
+	if got := st2.Records(); len(got) != 3 || string(got[0].Body) != `{"code":"x"}` || got[1].Status != 201 || string(got[1].Body) != `{"id":"tr_1"}` || got[2].Body != nil || got[2].Status != 204 {
 		t.Errorf("restored records %+v", got)
 	}
 }
