@@ -14,7 +14,8 @@ import (
 )
 
 // The data directory's record encoding (journal format versions 2 and
-// 3, which adds itemHeldGone; see persist.go). A record is a series of items, each a kind byte and a
+// 3, which adds itemHeldGone, then itemSubOrder and itemIdemGone, which
+// an older build refuses as of unknown kind; see persist.go). A record is a series of items, each a kind byte and a
 // 24-bit length-prefixed body; a group of records (persist_hooks.go) is
 // their concatenation. Inside a body: strings and byte strings are 24-bit
 // length-prefixed, integers 64-bit big-endian, a time is its Unix seconds
