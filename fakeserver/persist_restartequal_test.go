@@ -87,22 +87,25 @@ func TestDataDirRestartKeepsDeletedWebhooksInDeletionOrder(t *testing.T) {
 // once the clock is set back to before its expiry (memory then runs a
 // request with it anew; a restored server must not replay the old
 // answer); and a key memory still holds, expired but not yet pruned,
-// comes back as memory holds it. Each order: the key pruned by a request
-// after its expiry (lazily: another key's request prunes it), or by the
-// request that reuses it; a snapshot rewrite between (rewrites); the
-// clock set back before or after the restart.
+// comes back as memory holds it. Each order: the key pruned after its
+// expiry by another key's request, by the request that reuses it (which
+// makes a new payment, whose answer then replays), or not at all; a
+// snapshot rewrite between (rewrites); the clock set back before or after
+// the restart.
 func TestDataDirRestartForgetsExpiredIdempotencyKeys(t *testing.T) {
 	const body = `{"to":"@bob","amount":"1"}`
 	for _, tc := range []struct {
 		name         string
-		prune        bool // a request after the expiry forgets the key
-		backBefore   bool // the clock set back before the restart (else after)
-		wantReplayed bool // the key, used again at the earlier time, replays
+		prune        string // after the expiry, the request that forgets the key: "", "other" or "reuse"
+		backBefore   bool   // the clock set back before the restart (else after)
+		wantReplayed bool   // the key, used again at the earlier time, replays
 	}{
-		{"pruned, clock back before the restart", true, true, false},
-		{"pruned, clock back after the restart", true, false, false},
-		{"not pruned, clock back before the restart", false, true, true},
-		{"not pruned, clock back after the restart", false, false, true},
+		{"pruned, clock back before the restart", "other", true, false},
+		{"pruned, clock back after the restart", "other", false, false},
+		{"reused, clock back before the restart", "reuse", true, true},
+		{"reused, clock back after the restart", "reuse", false, true},
+		{"not pruned, clock back before the restart", "", true, true},
+		{"not pruned, clock back after the restart", "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			restartEqualModes(t, func(t *testing.T, opts ...fakeserver.Option) {
@@ -116,9 +119,14 @@ func TestDataDirRestartForgetsExpiredIdempotencyKeys(t *testing.T) {
 					t.Fatalf("POST /v1/transfers: %d %s", first.status, first.body)
 				}
 				srv.Advance(25 * time.Hour)
-				if tc.prune { // another key's request prunes every expired key
+				switch tc.prune {
+				case "other": // another key's request prunes every expired key
 					if a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k-other"); a.status != http.StatusCreated {
 						t.Fatalf("POST /v1/transfers: %d %s", a.status, a.body)
+					}
+				case "reuse": // a new payment, whose answer the key keeps now
+					if first = rawCall(t, srv, "POST", "/v1/transfers", alice.test(), body, "Idempotency-Key", "k-old"); first.status != http.StatusCreated || first.header.Get("Idempotent-Replayed") != "" {
+						t.Fatalf("POST /v1/transfers after the TTL: %d replayed=%q %s", first.status, first.header.Get("Idempotent-Replayed"), first.body)
 					}
 				}
 				if tc.backBefore {

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,9 +130,11 @@ type Store struct {
 	live    int      // live entries, over all owners
 	order   []*Entry // by creation time, oldest first, for expiry
 	// track says to note the keys expire forgets (Track), in gone, until
-	// TakeGone.
-	track bool
-	gone  []Gone
+	// TakeGone; hasGone says gone holds some, so that TakeGone, called at
+	// every journal record, takes no lock when it holds none.
+	track   bool
+	gone    []Gone
+	hasGone atomic.Bool
 }
 
 // Gone is a key the store forgot past its TTL, as the data directory
@@ -150,11 +153,15 @@ func (st *Store) Track() {
 // TakeGone appends the keys forgotten past their TTL since the last call
 // to dst, in the order they were forgotten, and returns it.
 func (st *Store) TakeGone(dst []Gone) []Gone {
+	if !st.hasGone.Load() {
+		return dst
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	dst = append(dst, st.gone...)
 	clear(st.gone)
 	st.gone = st.gone[:0]
+	st.hasGone.Store(false)
 	return dst
 }
 
@@ -174,6 +181,7 @@ func (st *Store) Reset() {
 	st.live = 0
 	st.order = nil
 	st.gone = st.gone[:0] // the reset forgets every key
+	st.hasGone.Store(false)
 }
 
 // SetMaxPerOwner changes the bound; keys already held stay.
@@ -228,6 +236,7 @@ func (st *Store) expire(now time.Time) {
 		}
 		if st.track && st.isLive(e) {
 			st.gone = append(st.gone, Gone{Owner: e.owner, Key: e.key})
+			st.hasGone.Store(true)
 		}
 		st.drop(e)
 	}
