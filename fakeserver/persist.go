@@ -283,6 +283,9 @@ type batch struct {
 	// Idempotency-Key answers.
 	Hooks *hooks.Changes
 	Idem  []idempotency.Record
+	// IdemGone is the Idempotency-Keys the store forgot past their TTL
+	// (itemIdemGone; decoded before Idem, a later key of the same name).
+	IdemGone []idempotency.Gone
 }
 
 type accountRec struct {
@@ -505,6 +508,7 @@ type recScratch struct {
 	w        wbuf
 	payloads wbuf
 	payEnc   func(hooks.Payload) []byte // appends to payloads
+	idemGone []idempotency.Gone
 }
 
 // batchLocked is the record scratch's batch, emptied, with the head set
@@ -543,16 +547,22 @@ func (s *Server) flushLocked(enter *slot) mark {
 	r.payloads.b = r.payloads.b[:0] // the last record's payloads are encoded
 	hc := &r.hooks
 	s.hooks.TakeChangesInto(hc, r.payEnc)
+	// The Idempotency-Keys forgotten past their TTL (under the store's
+	// lock alone, in Begin): each noted before any later key of its
+	// name began, so before that key's record, which is made after.
+	r.idemGone = s.idempotent.TakeGone(r.idemGone[:0])
 	if d.reset {
 		*hc = hooks.Changes{Subs: hc.Subs[:0], Events: hc.Events[:0], Deliveries: hc.Deliveries[:0]} // the reset says it all
+		r.idemGone = r.idemGone[:0]
 	}
-	if !d.any && hc.Empty() {
+	if !d.any && hc.Empty() && len(r.idemGone) == 0 {
 		return mark{}
 	}
 	b := s.batchLocked()
 	if !hc.Empty() {
 		b.Hooks = hc
 	}
+	b.IdemGone = r.idemGone
 	b.Reset = d.reset
 	for a := range d.accounts {
 		if s.accounts[a.id] == a { // else created and forgotten (a seed's rollback)
@@ -727,7 +737,8 @@ type loaded struct {
 	held      map[confpay.Network]*latest[heldRec]
 	policies  map[confpay.Network]map[string]policyRec
 	hooks     map[confpay.Network]*loadedHooks
-	idem      []idempotency.Record
+	idem      []idempotency.Record // Owner "" when replaced or gone
+	idemAt    map[[2]string]int    // by owner and key: its index in idem
 }
 
 func newLoaded() *loaded {
@@ -743,7 +754,7 @@ func (l *loaded) reset() {
 	l.transfers = map[confpay.Network]*latest[transferRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
 	l.held = map[confpay.Network]*latest[heldRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
 	l.policies = map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
-	l.hooks, l.idem = newLoadedHooks(), nil
+	l.hooks, l.idem, l.idemAt = newLoadedHooks(), nil, map[[2]string]int{}
 }
 
 func validNet(n confpay.Network) bool { return n == confpay.NetworkTest || n == confpay.NetworkLive }
@@ -1001,6 +1012,7 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	}
 	l := newLoaded()
 	s.hooks.Track()
+	s.idempotent.Track()
 	n := 0
 	for _, recs := range [][][]byte{c.Snapshot, c.Journal} {
 		for _, p := range recs {

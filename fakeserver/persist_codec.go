@@ -14,7 +14,8 @@ import (
 )
 
 // The data directory's record encoding (journal format versions 2 and
-// 3, which adds itemHeldGone; see persist.go). A record is a series of items, each a kind byte and a
+// 3, which adds itemHeldGone, then itemSubOrder and itemIdemGone, which
+// an older build refuses as of unknown kind; see persist.go). A record is a series of items, each a kind byte and a
 // 24-bit length-prefixed body; a group of records (persist_hooks.go) is
 // their concatenation. Inside a body: strings and byte strings are 24-bit
 // length-prefixed, integers 64-bit big-endian, a time is its Unix seconds
@@ -40,6 +41,13 @@ const (
 	itemDelivery = 11
 	itemIdem     = 12
 	itemHeldGone = 13 // format version 3
+	// itemSubOrder follows the itemSub of a deleted subscription: its
+	// place in the order of deletions (hooks.SubRecord.DeletedSeq). A
+	// record without it (older) leaves the place 0.
+	itemSubOrder = 14
+	// itemIdemGone is an Idempotency-Key the store forgot past its TTL
+	// (batch.IdemGone).
+	itemIdemGone = 15
 )
 
 // itemDecoders decodes one item's body into l, by kind.
@@ -57,6 +65,8 @@ var itemDecoders = [...]func(*dec, *loaded) error{
 	itemDelivery: decDelivery,
 	itemIdem:     decIdem,
 	itemHeldGone: decHeldGone,
+	itemSubOrder: decSubOrder,
+	itemIdemGone: decIdemGone,
 }
 
 // encode is b as one record.
@@ -84,10 +94,17 @@ func (b *batch) appendTo(w *wbuf) {
 	items(w, itemHeld, b.Held, encHeld)
 	items(w, itemHeldGone, b.HeldGone, encHeldGone)
 	if b.Hooks != nil {
-		items(w, itemSub, b.Hooks.Subs, encSub)
+		for i := range b.Hooks.Subs {
+			r := &b.Hooks.Subs[i]
+			item(w, itemSub, r, encSub)
+			if r.Deleted != nil && r.DeletedSeq > 0 {
+				item(w, itemSubOrder, r, encSubOrder)
+			}
+		}
 		items(w, itemEvent, b.Hooks.Events, encEvent)
 		items(w, itemDelivery, b.Hooks.Deliveries, encDelivery)
 	}
+	items(w, itemIdemGone, b.IdemGone, encIdemGone)
 	items(w, itemIdem, b.Idem, encIdem)
 }
 
@@ -631,6 +648,31 @@ func decSub(d *dec, l *loaded) error {
 	return nil
 }
 
+func encSubOrder(w *wbuf, r *hooks.SubRecord) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+	w.u64(r.DeletedSeq)
+}
+
+// decSubOrder gives the deleted subscription its itemSub just named its
+// place in the order of deletions.
+func decSubOrder(d *dec, l *loaded) error {
+	n, id, seq := d.net(), d.str(), d.u64()
+	if !d.ok {
+		return nil // reported by the caller
+	}
+	if !validNet(n) {
+		return fmt.Errorf("a subscription names network %q", n)
+	}
+	r, ok := l.hooks[n].subs[id]
+	if !ok || r.Deleted == nil {
+		return fmt.Errorf("subscription %s: a deletion's place without its deletion", id)
+	}
+	r.DeletedSeq = seq
+	l.hooks[n].subs[id] = r
+	return nil
+}
+
 func encEvent(w *wbuf, r *hooks.EventRecordP) {
 	w.str(string(r.Network))
 	w.str(r.ID)
@@ -720,7 +762,28 @@ func decIdem(d *dec, l *loaded) error {
 	if p := d.bytes(); len(p) > 0 {
 		r.Body = append([]byte(nil), p...)
 	}
+	k := [2]string{r.Owner, r.Key}
+	if i, ok := l.idemAt[k]; ok {
+		l.idem[i] = idempotency.Record{} // a later record of the key replaces it
+	}
+	l.idemAt[k] = len(l.idem)
 	l.idem = append(l.idem, r)
+	return nil
+}
+
+func encIdemGone(w *wbuf, g *idempotency.Gone) {
+	w.str(g.Owner)
+	w.str(g.Key)
+}
+
+// decIdemGone forgets a key the store forgot past its TTL: neither its
+// record before nor a snapshot chunk taken before brings it back.
+func decIdemGone(d *dec, l *loaded) error {
+	k := [2]string{d.str(), d.str()}
+	if i, ok := l.idemAt[k]; ok {
+		l.idem[i] = idempotency.Record{}
+		delete(l.idemAt, k)
+	}
 	return nil
 }
 

@@ -63,3 +63,39 @@ func TestRecordEncodingUnchanged(t *testing.T) {
 		t.Fatalf("decoded %+v", l)
 	}
 }
+
+// TestRecordNewItems: a deleted subscription's place in the order of
+// deletions (itemSubOrder) and a key forgotten past its TTL
+// (itemIdemGone) decode to what was encoded; a record without them (the
+// golden one) leaves the place 0.
+func TestRecordNewItems(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	l := newLoaded()
+	kept := &batch{Now: at, Idem: []idempotency.Record{{Owner: "o", Key: "k1", Created: at, Status: 201}, {Owner: "o", Key: "k2", Created: at, Status: 201}}}
+	gone := &batch{Now: at, IdemGone: []idempotency.Gone{{Owner: "o", Key: "k1"}},
+		Hooks: &hooks.Changes{Subs: []hooks.SubRecord{{Network: confpay.NetworkTest, ID: "wh_1", Acct: "acct_a", CreatedAt: at, Seq: 2, Deleted: &at, DeletedSeq: 7}}}}
+	for _, b := range []*batch{kept, gone} {
+		if err := decodeRecord(b.encode(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var live []string
+	for _, r := range l.idem {
+		if r.Owner != "" {
+			live = append(live, r.Key)
+		}
+	}
+	if len(live) != 1 || live[0] != "k2" {
+		t.Errorf("kept keys after k1 went: %v, want [k2]", live)
+	}
+	if r := l.hooks[confpay.NetworkTest].subs["wh_1"]; r.DeletedSeq != 7 {
+		t.Errorf("the deletion's place: %d, want 7", r.DeletedSeq)
+	}
+	l = newLoaded()
+	if err := decodeRecord(goldenBatch().encode(), l); err != nil {
+		t.Fatal(err)
+	}
+	if r := l.hooks[confpay.NetworkTest].subs["sub_1"]; r.Deleted == nil || r.DeletedSeq != 0 {
+		t.Errorf("an older deleted subscription: %+v, want its place 0", r)
+	}
+}

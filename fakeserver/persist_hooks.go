@@ -180,9 +180,10 @@ func (s *Server) installHooksLocked(l *loaded) error {
 			return err
 		}
 	}
-	now := s.clock.Now()
 	for _, r := range l.idem {
-		s.idempotent.Restore(r, now)
+		if r.Owner != "" {
+			s.idempotent.Restore(r)
+		}
 	}
 	return nil
 }
@@ -214,7 +215,7 @@ func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
 			enc(b)
 		}
 	}
-	for recs := range slices.Chunk(s.idempotent.Records(s.clock.Now()), chunk) {
+	for recs := range slices.Chunk(s.idempotent.Records(), chunk) {
 		b := rec()
 		b.Idem = recs
 		enc(b)

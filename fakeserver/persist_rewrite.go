@@ -41,10 +41,12 @@ import (
 // before cannot bring it back: a reset (its record empties what came
 // before), a deleted webhook (its tombstone), an event or delivery past
 // its bounds (Gone, Forgotten, Dropped), a held payment pruned from the
-// history (itemHeldGone); a seed's rollback undoes, in the seed's own
-// section, what that section created, which no chunk can see; an
-// Idempotency-Key answer past its TTL is skipped on load, by the restored
-// clock, as in memory. TestDataDirRewriteForgets checks each.
+// history (itemHeldGone), an Idempotency-Key forgotten past its TTL
+// (itemIdemGone); a seed's rollback undoes, in the seed's own section,
+// what that section created, which no chunk can see. A kept answer past
+// its TTL that the store has not forgotten yet is in the snapshot, as in
+// memory. TestDataDirRewriteForgets checks each
+// (TestDataDirRestartForgetsExpiredIdempotencyKeys the keys' orders).
 //
 // Before the snapshot is written, its barrier makes every record that
 // any chunk may reflect durable in J: a section (s.mu) writes the
@@ -254,7 +256,7 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 			recs = append(recs, b.encode())
 		}
 	}
-	for idem := range slices.Chunk(s.idempotent.Records(head.Now), rewriteChunk) {
+	for idem := range slices.Chunk(s.idempotent.Records(), rewriteChunk) {
 		b := rec()
 		b.Idem = idem
 		recs = append(recs, b.encode())

@@ -177,9 +177,12 @@ type Hooks struct {
 	closed bool  // Close was called: no pool starts again
 	faults []*Fault
 	// chg is the changes not yet taken (persist.go), nil unless Track;
-	// seq numbers subscriptions, events and deliveries in creation order.
-	chg *changeSet
-	seq uint64
+	// seq numbers subscriptions, events and deliveries in creation order,
+	// delSeq the deletions of subscriptions in deletion order (the order
+	// deletedBy forgets them in, which a restart must keep).
+	chg    *changeSet
+	seq    uint64
+	delSeq uint64
 }
 
 // book is one network's share.
@@ -245,9 +248,10 @@ func (b *book) audienceLocked(a [2]string) *[2]string {
 
 // deletion is a deleted subscription's account and when it was deleted.
 type deletion struct {
-	acct string
-	at   time.Time
-	seq  uint64 // the subscription's
+	acct  string
+	at    time.Time
+	seq   uint64 // the subscription's
+	order uint64 // the deletion's (Hooks.delSeq)
 }
 
 // event is a recorded event: Event's fields, its audience shared with
@@ -332,8 +336,10 @@ type subscription struct {
 	held []*delivery
 	seq  uint64
 	net  confpay.Network
-	// deletedAt is set when it is deleted (for the data directory).
+	// deletedAt is set when it is deleted (for the data directory), and
+	// delSeq, its place in the order of deletions (Hooks.delSeq).
 	deletedAt *time.Time
+	delSeq    uint64
 	h         *Hooks
 }
 
@@ -516,8 +522,10 @@ func (h *Hooks) Unsubscribe(net confpay.Network, acct, id string) error {
 	delete(b.subs, id)
 	now := h.cfg.Clock.Now()
 	sub.deletedAt = &now
+	h.delSeq++
+	sub.delSeq = h.delSeq
 	h.noteSub(net, sub)
-	b.rememberDeletedLocked(acct, id, now, sub.seq)
+	b.rememberDeletedLocked(acct, id, deletion{acct: acct, at: now, seq: sub.seq, order: sub.delSeq})
 	list := b.byAcct[acct]
 	for i, x := range list {
 		if x == sub {
@@ -688,10 +696,11 @@ func (b *book) indexLocked() {
 	b.indexed = len(b.order)
 }
 
-// rememberDeletedLocked notes that acct deleted subscription id at t,
-// forgetting acct's oldest such note past MaxDeletedPerAccount.
-func (b *book) rememberDeletedLocked(acct, id string, t time.Time, seq uint64) {
-	b.deleted[id] = deletion{acct: acct, at: t, seq: seq}
+// rememberDeletedLocked notes that acct deleted subscription id (del),
+// forgetting acct's oldest such note past MaxDeletedPerAccount: the one
+// deleted first, whenever it was created.
+func (b *book) rememberDeletedLocked(acct, id string, del deletion) {
+	b.deleted[id] = del
 	ids := append(b.deletedBy[acct], id)
 	for len(ids) > MaxDeletedPerAccount {
 		delete(b.deleted, ids[0])

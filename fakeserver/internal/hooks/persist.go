@@ -30,8 +30,11 @@ type SubRecord struct {
 	CreatedAt time.Time       `json:"created_at"`
 	Seq       uint64          `json:"seq"`
 	// Deleted is when it was deleted (nil while live); a deleted one is
-	// kept only to answer its second DELETE.
-	Deleted *time.Time `json:"deleted,omitempty"`
+	// kept only to answer its second DELETE. DeletedSeq is its place in
+	// the order of deletions (0 in a record written before it was kept:
+	// then the deletion time, and the creation order, stand for it).
+	Deleted    *time.Time `json:"deleted,omitempty"`
+	DeletedSeq uint64     `json:"deleted_seq,omitempty"`
 }
 
 // EventRecordP is a recorded event as stored.
@@ -164,7 +167,7 @@ func (h *Hooks) TakeChangesInto(c *Changes, enc func(Payload) []byte) {
 
 func subRecord(net confpay.Network, sub *subscription) SubRecord {
 	return SubRecord{Network: net, ID: sub.id, Acct: sub.acct, URL: sub.url, Events: sub.events, Secret: sub.secret.Reveal(),
-		CreatedAt: sub.createdAt, Seq: sub.seq, Deleted: sub.deletedAt}
+		CreatedAt: sub.createdAt, Seq: sub.seq, Deleted: sub.deletedAt, DeletedSeq: sub.delSeq}
 }
 
 func eventRecord(net confpay.Network, e *event, enc func(Payload) []byte) EventRecordP {
@@ -216,7 +219,7 @@ func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
 	}
 	for id, del := range b.deleted {
 		at := del.at
-		c.Subs = append(c.Subs, SubRecord{Network: net, ID: id, Acct: del.acct, CreatedAt: at, Seq: del.seq, Deleted: &at})
+		c.Subs = append(c.Subs, SubRecord{Network: net, ID: id, Acct: del.acct, CreatedAt: at, Seq: del.seq, Deleted: &at, DeletedSeq: del.order})
 	}
 	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
 	sort.SliceStable(c.Subs, func(i, j int) bool { return c.Subs[i].Seq < c.Subs[j].Seq })
@@ -239,15 +242,16 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 	subs := append([]SubRecord(nil), c.Subs...)
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Seq < subs[j].Seq })
 	byID := map[string]*subscription{}
+	var deleted []SubRecord
 	for _, r := range subs {
 		if r.Seq > h.seq {
 			h.seq = r.Seq
 		}
 		if r.Deleted != nil {
-			if r.Deleted.Before(h.cfg.Clock.Now().Add(-HistoryWindow)) {
-				continue
+			h.delSeq = max(h.delSeq, r.DeletedSeq)
+			if !r.Deleted.Before(h.cfg.Clock.Now().Add(-HistoryWindow)) {
+				deleted = append(deleted, r)
 			}
-			b.rememberDeletedLocked(r.Acct, r.ID, *r.Deleted, r.Seq)
 			continue
 		}
 		sub := &subscription{id: r.ID, acct: r.Acct, url: r.URL, events: r.Events, secret: confpay.Secret(r.Secret), createdAt: r.CreatedAt, seq: r.Seq, net: net, h: h}
@@ -257,6 +261,17 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 		b.subs[sub.id] = sub
 		b.byAcct[sub.acct] = append(b.byAcct[sub.acct], sub)
 		byID[sub.id] = sub
+	}
+	// The deleted ones in the order they were deleted, as memory
+	// remembered them: past MaxDeletedPerAccount the same ones are
+	// forgotten. (A record without its place, from before it was kept,
+	// comes first, by its deletion time, then its creation: a deletion
+	// with a place came after it.)
+	slices.SortStableFunc(deleted, func(a, b SubRecord) int {
+		return cmp.Or(cmp.Compare(a.DeletedSeq, b.DeletedSeq), a.Deleted.Compare(*b.Deleted), cmp.Compare(a.Seq, b.Seq))
+	})
+	for _, r := range deleted {
+		b.rememberDeletedLocked(r.Acct, r.ID, deletion{acct: r.Acct, at: *r.Deleted, seq: r.Seq, order: r.DeletedSeq})
 	}
 	evs := append([]EventRecordP(nil), c.Events...)
 	sort.Slice(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })

@@ -8,7 +8,9 @@ package idempotency
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,7 +128,41 @@ type Store struct {
 	// a string and a pointer (a map by the pair would hold both strings).
 	entries map[string]map[string]*Entry
 	live    int      // live entries, over all owners
-	order   []*Entry // oldest first, for expiry
+	order   []*Entry // by creation time, oldest first, for expiry
+	// track says to note the keys expire forgets (Track), in gone, until
+	// TakeGone; hasGone says gone holds some, so that TakeGone, called at
+	// every journal record, takes no lock when it holds none.
+	track   bool
+	gone    []Gone
+	hasGone atomic.Bool
+}
+
+// Gone is a key the store forgot past its TTL, as the data directory
+// records it, so that a restart forgets it too whatever the clock says
+// then.
+type Gone struct{ Owner, Key string }
+
+// Track starts noting the keys the store forgets past their TTL
+// (TakeGone): the server has a data directory.
+func (st *Store) Track() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.track = true
+}
+
+// TakeGone appends the keys forgotten past their TTL since the last call
+// to dst, in the order they were forgotten, and returns it.
+func (st *Store) TakeGone(dst []Gone) []Gone {
+	if !st.hasGone.Load() {
+		return dst
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	dst = append(dst, st.gone...)
+	clear(st.gone)
+	st.gone = st.gone[:0]
+	st.hasGone.Store(false)
+	return dst
 }
 
 // New returns an empty store that lets each owner hold at most maxPerOwner
@@ -144,6 +180,8 @@ func (st *Store) Reset() {
 	st.entries = map[string]map[string]*Entry{}
 	st.live = 0
 	st.order = nil
+	st.gone = st.gone[:0] // the reset forgets every key
+	st.hasGone.Store(false)
 }
 
 // SetMaxPerOwner changes the bound; keys already held stay.
@@ -186,13 +224,19 @@ func (st *Store) drop(e *Entry) {
 	}
 }
 
-// expire drops the entries older than the TTL at now.
+// expire drops every entry older than the TTL at now (the order is by
+// creation time: they are its prefix), noting each it forgets (Track).
+// It is the one place a key is forgotten for its age.
 func (st *Store) expire(now time.Time) {
 	i := 0
 	for ; i < len(st.order); i++ {
 		e := st.order[i]
 		if now.Sub(e.created) < TTL {
 			break
+		}
+		if st.track && st.isLive(e) {
+			st.gone = append(st.gone, Gone{Owner: e.owner, Key: e.key})
+			st.hasGone.Store(true)
 		}
 		st.drop(e)
 	}
@@ -229,12 +273,6 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	st.compact()
 	m := st.entries[owner] // looked up once: nil until the owner's first key
 	e := m[key]
-	if e != nil && now.Sub(e.created) >= TTL {
-		// Expired, though expire stopped at a younger entry before it in
-		// the order (the clock was set back in between).
-		st.drop(e)
-		m, e = st.entries[owner], nil // drop deletes an owner's emptied map
-	}
 	if e != nil {
 		switch {
 		case e.fp != fp:
@@ -256,8 +294,22 @@ func (st *Store) Begin(owner, key string, fp [32]byte, now time.Time) (*Entry, V
 	}
 	e = &Entry{owner: owner, key: key, fp: fp, created: now}
 	st.add(m, e)
-	st.order = append(st.order, e)
+	st.insert(e)
 	return e, Run, Answer{}, time.Time{}
+}
+
+// insert puts e in the order by its creation time, after those created
+// at the same instant: at the end, unless the clock was set back.
+func (st *Store) insert(e *Entry) {
+	n := len(st.order)
+	if n == 0 || !e.created.Before(st.order[n-1].created) {
+		st.order = append(st.order, e)
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return e.created.Before(st.order[i].created) })
+	st.order = append(st.order, nil)
+	copy(st.order[i+1:], st.order[i:])
+	st.order[i] = e
 }
 
 // Keep stores the answer of the request that ran under e, for replay.
@@ -298,32 +350,32 @@ func RecordOf(e *Entry, a Answer) Record {
 	return Record{Owner: e.owner, Key: e.key, FP: e.fp, Created: e.created, Status: a.Status, Body: a.Bytes()}
 }
 
-// Records returns the kept answers not yet expired at now, oldest first.
-func (st *Store) Records(now time.Time) []Record {
+// Records returns the kept answers the store holds, oldest first: those
+// past their TTL too until expire forgets them (the clock may be set back
+// before it does, and then they replay).
+func (st *Store) Records() []Record {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var out []Record
 	for _, e := range st.order {
-		if e.done && st.isLive(e) && now.Sub(e.created) < TTL {
+		if e.done && st.isLive(e) {
 			out = append(out, RecordOf(e, e.answer()))
 		}
 	}
 	return out
 }
 
-// Restore adds r as a kept answer (records oldest first); one already
-// expired at now is skipped.
-func (st *Store) Restore(r Record, now time.Time) {
+// Restore adds r as a kept answer, as the store held it: one past its
+// TTL too, which the next Begin forgets as it would have (the data
+// directory records each key the store forgot, and does not restore it).
+func (st *Store) Restore(r Record) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if now.Sub(r.Created) >= TTL {
-		return
-	}
 	if old := st.entries[r.Owner][r.Key]; old != nil {
 		st.drop(old)
 	}
 	e := &Entry{owner: r.Owner, key: r.Key, fp: r.FP, created: r.Created}
 	e.keep(Answer{Status: r.Status, Body: r.Body})
 	st.add(st.entries[r.Owner], e)
-	st.order = append(st.order, e)
+	st.insert(e)
 }

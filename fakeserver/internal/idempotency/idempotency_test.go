@@ -176,12 +176,12 @@ func TestKeptAnswerRoundTrip(t *testing.T) {
 			t.Errorf("%s: %v %+v", c.key, v, a)
 		}
 	}
-	recs := st.Records(t0)
+	recs := st.Records()
 	st2 := New(10)
 	for _, r := range recs {
-		st2.Restore(r, t0)
+		st2.Restore(r)
 	}
-	if got := st2.Records(t0); len(got) != 3 || string(got[0].Body) != `{"code":"x"}` || got[1].Status != 201 || string(got[1].Body) != `{"id":"tr_1"}` || got[2].Body != nil || got[2].Status != 204 {
+	if got := st2.Records(); len(got) != 3 || string(got[0].Body) != `{"code":"x"}` || got[1].Status != 201 || string(got[1].Body) != `{"id":"tr_1"}` || got[2].Body != nil || got[2].Status != 204 {
 		t.Errorf("restored records %+v", got)
 	}
 }
@@ -189,3 +189,47 @@ func TestKeptAnswerRoundTrip(t *testing.T) {
 type testSource string
 
 func (s testSource) AnswerBody() []byte { return []byte(s) }
+
+// TestExpireForgetsEveryExpiredKey: a key past its TTL is forgotten by
+// the next Begin even when one made later, at an earlier time (the clock
+// set back), is still young; with Track each key forgotten so is noted
+// once, and a Reset drops the notes (it forgets every key itself).
+func TestExpireForgetsEveryExpiredKey(t *testing.T) {
+	st := New(10)
+	st.Track()
+	fp := Fingerprint("POST", "/v1/transfers", nil)
+	for _, k := range []struct {
+		key string
+		at  time.Time
+	}{{"young", t0.Add(10 * time.Hour)}, {"old", t0}} { // the clock set back between them
+		e, _, _, _ := st.Begin("alice", k.key, fp, k.at)
+		st.Keep(e, Answer{Status: 201, Body: []byte(k.key)})
+	}
+	if got := st.TakeGone(nil); len(got) != 0 {
+		t.Fatalf("gone before any expiry: %v", got)
+	}
+	if _, v, _, _ := st.Begin("bob", "other", fp, t0.Add(TTL+time.Hour)); v != Run {
+		t.Fatalf("another key: %v", v)
+	}
+	if got := st.TakeGone(nil); len(got) != 1 || got[0] != (Gone{Owner: "alice", Key: "old"}) {
+		t.Fatalf("gone = %v, want alice's old key alone", got)
+	}
+	if st.Len() != 2 { // young, other
+		t.Fatalf("%d keys held, want 2", st.Len())
+	}
+	// Back before "old" expired: it runs anew (forgotten), "young" replays.
+	if _, v, _, _ := st.Begin("alice", "old", fp, t0.Add(time.Hour)); v != Run {
+		t.Fatalf("the forgotten key at an earlier time: %v, want Run", v)
+	}
+	if _, v, _, _ := st.Begin("alice", "young", fp, t0.Add(time.Hour)); v != Replay {
+		t.Fatalf("the young key: %v, want Replay", v)
+	}
+	if _, _, _, _ = st.Begin("bob", "later", fp, t0.Add(3*TTL)); len(st.TakeGone(nil)) == 0 {
+		t.Fatal("no key noted gone at 3 TTLs")
+	}
+	st.Begin("bob", "x", fp, t0.Add(5*TTL))
+	st.Reset()
+	if got := st.TakeGone(nil); len(got) != 0 {
+		t.Fatalf("gone after a reset: %v", got)
+	}
+}
