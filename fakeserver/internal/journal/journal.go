@@ -454,8 +454,16 @@ func (j *Journal) openActive(act *journalFile) (*jfile, int64, error) {
 		af.alloc = act.good
 	}
 	af.legacy = act.hdr.version < Version
-	if !af.legacy && af.alloc <= af.end {
+	switch {
+	case !af.legacy && af.alloc <= af.end:
 		if err := j.extend(af, af.end); err != nil {
+			return fail(err)
+		}
+	case !af.legacy && act.torn == 0:
+		// Zeros found after the records: a kill -9 may have stopped an
+		// extension before its fsync; make their size durable once, so
+		// that the flushes over them need only fdatasync.
+		if err := j.fullSync(act.f); err != nil {
 			return fail(err)
 		}
 	}

@@ -832,6 +832,20 @@ func TestFlushSyncsOnlyWithinDurableSize(t *testing.T) {
 	if checked < 100 {
 		t.Fatalf("%d fdatasyncs checked", checked)
 	}
+	// Reopened (as after a kill -9, when an extension's size may never
+	// have been fsynced): Open makes the preallocated size durable before
+	// the first flush relies on it.
+	j.Close()
+	mu.Lock()
+	clear(durable)
+	mu.Unlock()
+	if j, _, err = Open(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Wait(j.Append([]byte("x"))); err != nil { // within the zeros: no extension
+		t.Fatal(err)
+	}
 	failFull.Store(true)
 	var werr error
 	for i := 0; i < 200 && werr == nil; i++ { // until an extension is due
