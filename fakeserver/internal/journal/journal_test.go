@@ -258,9 +258,7 @@ func strs(recs [][]byte) []string {
 func TestZeroTailIsTheEnd(t *testing.T) {
 	data := append(encodeRecs("one", "two"), make([]byte, 5000)...)
 	_, _, c := openFile(t, data)
-	if got := strs(c.Journal); !slices.Equal(got, []string{"one", "two"}) || c.Dropped != 0 {
-		t.Fatalf("records %q, dropped %d; want [one two], 0", got, c.Dropped)
-	}
+	wantLoaded(t, c, 0, []string{"one", "two"})
 }
 
 // tornRecord is a record frame cut short: a header announcing 100 bytes
@@ -277,9 +275,7 @@ func tornRecord() []byte {
 func TestTornRecordThenZeros(t *testing.T) {
 	data := slices.Concat(encodeRecs("one", "two"), tornRecord(), make([]byte, 5000))
 	_, _, c := openFile(t, data)
-	if got := strs(c.Journal); !slices.Equal(got, []string{"one", "two"}) || c.Dropped != int64(len(tornRecord())) {
-		t.Fatalf("records %q, dropped %d; want [one two], %d", got, c.Dropped, len(tornRecord()))
-	}
+	wantLoaded(t, c, int64(len(tornRecord())), []string{"one", "two"})
 }
 
 // TestTornTailNotReadBack: after a load that dropped a torn tail, new
@@ -316,9 +312,7 @@ func TestTornTailNotReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	if got := strs(c2.Journal); !slices.Equal(got, []string{"one", "abcdefghijklmnopqrstuv"}) || c2.Dropped != 0 {
-		t.Fatalf("after the crash: records %q, dropped %d; want [one abcdefghijklmnopqrstuv], 0", got, c2.Dropped)
-	}
+	wantLoaded(t, c2, 0, []string{"one", "abcdefghijklmnopqrstuv"})
 }
 
 // TestPreallocated: the journal file runs ahead of its records with
@@ -491,27 +485,25 @@ func TestRewriteWhilePreallocated(t *testing.T) {
 		t.Fatalf("the journal after the rewrite (%d bytes) is not preallocated", len(b))
 	}
 	for _, cr := range crashes {
-		j, c, err := Open(cr.dir, false)
-		if err != nil {
-			t.Fatalf("at %s: %v", cr.step, err)
-		}
-		if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, cr.want) || c.Dropped != 0 {
-			t.Fatalf("a crash at %s loads %q (dropped %d), want %q", cr.step, got, c.Dropped, cr.want)
-		}
-		if err := j.Wait(j.Append([]byte("after"))); err != nil {
-			t.Fatal(err)
-		}
-		if err := j.Close(); err != nil {
-			t.Fatal(err)
-		}
-		j, c, err = Open(cr.dir, false)
-		if err != nil {
-			t.Fatalf("at %s, reopened: %v", cr.step, err)
-		}
-		if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, append(cr.want, "after")) || c.Dropped != 0 {
-			t.Fatalf("a crash at %s, reopened, loads %q (dropped %d), want %q + after", cr.step, got, c.Dropped, cr.want)
-		}
-		j.Close()
+		t.Run(cr.step, func(t *testing.T) {
+			j, c, err := Open(cr.dir, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLoaded(t, c, 0, cr.want)
+			if err := j.Wait(j.Append([]byte("after"))); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			j, c, err = Open(cr.dir, false)
+			if err != nil {
+				t.Fatalf("reopened: %v", err)
+			}
+			defer j.Close()
+			wantLoaded(t, c, 0, append(cr.want, "after"))
+		})
 	}
 }
 
@@ -546,9 +538,7 @@ func TestTornTailInNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "c"}) || c.Dropped != int64(len(tornRecord())) {
-		t.Fatalf("loaded %q, dropped %d; want [s a c], %d", got, c.Dropped, len(tornRecord()))
-	}
+	wantLoaded(t, c, int64(len(tornRecord())), []string{"s", "a", "c"})
 	if !j.RewriteDue() {
 		t.Fatal("two journals and no fold due")
 	}
@@ -563,9 +553,7 @@ func TestTornTailInNext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	if got := strs(slices.Concat(c2.Snapshot, c2.Journal)); !slices.Equal(got, []string{"s", "a", "c", "abcdefghijklmnopqrstuv"}) || c2.Dropped != 0 {
-		t.Fatalf("after a crash: %q, dropped %d", got, c2.Dropped)
-	}
+	wantLoaded(t, c2, 0, []string{"s", "a", "c", "abcdefghijklmnopqrstuv"})
 	j.Close()
 }
 
@@ -600,9 +588,7 @@ func TestTwoJournalsLogicalEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer j.Close()
-			if got := strs(c.Journal); !slices.Equal(got, []string{"a", "b"}) || c.Dropped != 0 {
-				t.Fatalf("loaded %q, dropped %d", got, c.Dropped)
-			}
+			wantLoaded(t, c, 0, []string{"a", "b"})
 		})
 	}
 }
@@ -625,9 +611,7 @@ func TestVersion3Directory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b"}) || c.Dropped != 0 {
-		t.Fatalf("loaded %q, dropped %d", got, c.Dropped)
-	}
+	wantLoaded(t, c, 0, []string{"s", "a", "b"})
 	if !j.RewriteDue() {
 		t.Fatal("a version 3 directory and no fold due")
 	}
@@ -644,9 +628,7 @@ func TestVersion3Directory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b", "c"}) || c.Dropped != 0 {
-		t.Fatalf("reopened: %q, dropped %d", got, c.Dropped)
-	}
+	wantLoaded(t, c, 0, []string{"s", "a", "b", "c"})
 	if err := j.Rewrite(func(emit func([]byte)) {
 		for _, r := range []string{"s", "a", "b", "c"} {
 			emit([]byte(r))
@@ -674,8 +656,9 @@ func TestVersion3Directory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, []string{"s", "a", "b", "c", "d"}) || c.Dropped != 0 || j.RewriteDue() {
-		t.Fatalf("after the fold: %q, dropped %d, due %v", got, c.Dropped, j.RewriteDue())
+	wantLoaded(t, c, 0, []string{"s", "a", "b", "c", "d"})
+	if j.RewriteDue() {
+		t.Fatal("a fold still due after it ran")
 	}
 }
 
@@ -710,12 +693,7 @@ func TestVersion4Header(t *testing.T) {
 // chunk of zeros the size the journal it replaces had reached, not the
 // smallest one, within maxPrealloc.
 func TestNewJournalChunk(t *testing.T) {
-	dir := t.TempDir()
-	j, _, err := Open(dir, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	dir, j := openNew(t, true)
 	rec := bytes.Repeat([]byte("r"), 1000)
 	grow := func() int64 {
 		var n uint64
@@ -763,9 +741,7 @@ func TestNewJournalChunk(t *testing.T) {
 func TestVersion3ZerosThenRecords(t *testing.T) {
 	data := journalOf(3, 0, slices.Concat(make([]byte, 16), journalOf(3, 0, nil, "c")[8:]), "a", "b")
 	dir, j, c := openFile(t, data)
-	if got := strs(c.Journal); !slices.Equal(got, []string{"a", "b", "", "", "c"}) || c.Dropped != 0 {
-		t.Fatalf("loaded %q, dropped %d; want a, b, two empty records, c, nothing dropped", got, c.Dropped)
-	}
+	wantLoaded(t, c, 0, []string{"a", "b", "", "", "c"})
 	if err := j.Wait(j.Append([]byte("d"))); err != nil {
 		t.Fatal(err)
 	}
@@ -817,12 +793,7 @@ func TestFlushSyncsOnlyWithinDurableSize(t *testing.T) {
 		return datasync(f)
 	}
 	t.Cleanup(func() { syncFile = datasync })
-	dir := t.TempDir()
-	j, _, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	dir, j := openNew(t, false)
 	rec := bytes.Repeat([]byte{7}, 10_000)
 	for i := 0; i < 100; i++ { // 1 MB: past several extensions
 		if err := j.Wait(j.Append(rec)); err != nil {
@@ -839,7 +810,8 @@ func TestFlushSyncsOnlyWithinDurableSize(t *testing.T) {
 	mu.Lock()
 	clear(durable)
 	mu.Unlock()
-	if j, _, err = Open(dir, false); err != nil {
+	j, _, err := Open(dir, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
@@ -865,12 +837,7 @@ func TestFlushSyncsOnlyWithinDurableSize(t *testing.T) {
 // (and the fsync of one) inside a flush every waiter waits for (found in
 // review).
 func TestRetiredFileNotPreallocated(t *testing.T) {
-	dir := t.TempDir()
-	j, _, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	dir, j := openNew(t, false)
 	rec := bytes.Repeat([]byte{7}, 10_000)
 	j.mu.Lock()
 	alloc := j.f.alloc
@@ -894,4 +861,25 @@ func TestRetiredFileNotPreallocated(t *testing.T) {
 	if st.Size() != want {
 		t.Fatalf("the retired journal is %d bytes; its records end at %d", st.Size(), want)
 	}
+}
+
+// wantLoaded fails t unless Open read want (the snapshot's records, then
+// the journals') and dropped bytes of torn tail.
+func wantLoaded(t *testing.T, c *Contents, dropped int64, want []string) {
+	t.Helper()
+	if got := strs(slices.Concat(c.Snapshot, c.Journal)); !slices.Equal(got, want) || c.Dropped != dropped {
+		t.Fatalf("loaded %q, dropped %d; want %q, dropped %d", got, c.Dropped, want, dropped)
+	}
+}
+
+// openNew opens a journal in a new directory, closed when t ends.
+func openNew(t *testing.T, noSync bool) (string, *Journal) {
+	t.Helper()
+	dir := t.TempDir()
+	j, _, err := Open(dir, noSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return dir, j
 }
