@@ -998,6 +998,9 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if c.Dropped > 0 {
+		s.log.Warn("data directory: dropped a torn tail, the part of a write a crash interrupted (nothing acknowledged was in it)", "data", dir, "bytes", c.Dropped)
+	}
 	if s.opts.dataRewriteAt > 0 {
 		jr.SetRewriteAt(s.opts.dataRewriteAt)
 	}

@@ -3,6 +3,7 @@ package fakeserver_test
 import (
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -232,6 +233,48 @@ func TestDataDirUnknownVersion(t *testing.T) {
 		t.Errorf("Open: %q, want the snapshot's path named and no repeated prefix", msg)
 	}
 }
+
+// TestDataDirTornTailLogged: a torn tail dropped at start (a crash
+// during a write) is logged with its size, so that an operator sees what
+// the restart threw away (it was silent).
+func TestDataDirTornTailLogged(t *testing.T) {
+	dir := t.TempDir()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	newAccount(t, srv, "@alice")
+	srv.Close()
+	path := filepath.Join(dir, journal.JournalFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, good, err := journal.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := []byte{9, 0, 0, 0, 1, 2, 3} // a record's head, cut short
+	b = append(b[:good], append(torn, b[min(int(good)+len(torn), len(b)):]...)...)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	mu.Lock()
+	defer mu.Unlock()
+	if got := logged.String(); !strings.Contains(got, "torn tail") || !strings.Contains(got, "bytes=7") {
+		t.Fatalf("the log after a torn tail was dropped:\n%s", got)
+	}
+}
+
+// writerFunc is an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestDataDirReset: Reset empties the directory too.
 func TestDataDirReset(t *testing.T) {
