@@ -27,8 +27,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("987.654321"), Memo: "invoice 4711 for Bob", Confidential: confpay.Ptr(true)}
-	secrets := []string{info.TestKey.Reveal(), info.LiveKey.Reveal(), info.DecryptionKey.Reveal(), key.APIKey.Reveal(), "987.654321", "4711"}
+	params := confpay.TransferCreateParams{To: "@bob", Amount: confpay.MustParseAmount("987.654321"), Memo: "invoice QX-4711 for Bob", Confidential: confpay.Ptr(true)}
+	// Each secret is a string no printed id, address, key or pointer can
+	// hold by chance: "4711" alone turned up inside a random hex string.
+	secrets := []string{info.TestKey.Reveal(), info.LiveKey.Reveal(), info.DecryptionKey.Reveal(), key.APIKey.Reveal(), "987.654321", "QX-4711"}
 
 	var out bytes.Buffer
 	for _, v := range []any{info, &info, *info, key, &key, params, &params} {
