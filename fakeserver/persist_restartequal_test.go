@@ -2,6 +2,7 @@ package fakeserver_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -150,6 +151,211 @@ func TestDataDirRestartForgetsExpiredIdempotencyKeys(t *testing.T) {
 					t.Errorf("the key used again after the restart: %d replayed=%v %s, want replayed=%v (first answer %s)",
 						again.status, replayed, again.body, tc.wantReplayed, first.body)
 				}
+			})
+		})
+	}
+}
+
+// restartTwin runs scenario on a server kept in memory (its restart
+// returns the server as it is) and, in each restartEqualModes, on one
+// with a data directory (its restart closes the server and opens the
+// directory again, and checks that the snapshot is the same across it).
+// What the scenario observes must be the same: a restart is nothing
+// happening, for what the server forgets by time too.
+func restartTwin(t *testing.T, scenario func(t *testing.T, srv *fakeserver.Server, restart func(*fakeserver.Server) *fakeserver.Server) []string) {
+	t.Helper()
+	want := scenario(t, fakeserver.New(t), func(srv *fakeserver.Server) *fakeserver.Server { return srv })
+	restartEqualModes(t, func(t *testing.T, opts ...fakeserver.Option) {
+		got := scenario(t, fakeserver.New(t, opts...), func(srv *fakeserver.Server) *fakeserver.Server {
+			t.Helper()
+			srv.Sync()
+			before := srv.Snapshot()
+			srv.Close()
+			srv2 := fakeserver.New(t, opts...)
+			if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
+				t.Fatalf("state after restart (-before +after):\n%s", diff)
+			}
+			return srv2
+		})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("with a restart, the server answers otherwise than memory alone (-memory +restarted):\n%s", diff)
+		}
+	})
+}
+
+// observeHistory is what a restart twin compares: how many events,
+// delivery records and held payments the direct API holds for @alice on
+// the test network, and the snapshot's counts.
+func observeHistory(t *testing.T, srv *fakeserver.Server, step string) string {
+	t.Helper()
+	srv.Sync()
+	evs, err := srv.Events("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := srv.Deliveries("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := srv.HeldPayments("@alice", confpay.NetworkTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := srv.Snapshot().Networks[confpay.NetworkTest]
+	return fmt.Sprintf("%s: %d events, %d deliveries, %d held payments; snapshot: %d events, %d held", step, len(evs), len(ds), len(held), ns.Events, len(ns.Held))
+}
+
+// TestDataDirRestartKeepsDeletedWebhookMarkersAsMemory (issue 26): a
+// deleted subscription's id answers its second DELETE with 204 for as
+// long as memory holds it: a restart neither brings back one that
+// pruning forgot (then the clock set back within its window) nor drops
+// one past the window that no pruning has forgotten yet.
+func TestDataDirRestartKeepsDeletedWebhookMarkersAsMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prune      bool // an event after the window prunes the marker
+		backBefore bool // the clock set back before the restart (else after)
+	}{
+		{"pruned, clock back before the restart", true, true},
+		{"pruned, clock back after the restart", true, false},
+		{"not pruned, clock back before the restart", false, true},
+		{"not pruned, clock back after the restart", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restartTwin(t, func(t *testing.T, srv *fakeserver.Server, restart func(*fakeserver.Server) *fakeserver.Server) []string {
+				alice := newAccount(t, srv, "@alice")
+				newAccount(t, srv, "@bob")
+				fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "100")
+				transfer := func(srv *fakeserver.Server) {
+					t.Helper()
+					if a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`); a.status != http.StatusCreated {
+						t.Fatalf("POST /v1/transfers: %d %s", a.status, a.body)
+					}
+				}
+				del := func(srv *fakeserver.Server, id string) string {
+					t.Helper()
+					return fmt.Sprintf("DELETE: %d", rawCall(t, srv, "DELETE", "/v1/webhooks/"+id, alice.test(), "").status)
+				}
+				w, err := srv.SubscribeHandler("@alice", confpay.NetworkTest, http.NotFoundHandler(), "whsec_restartequal0123456789")
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := srv.Now()
+				var obs []string
+				obs = append(obs, del(srv, w.WebhookID))
+				transfer(srv) // prunes (nothing yet)
+				srv.Advance(hooks.HistoryWindow + 24*time.Hour)
+				if tc.prune {
+					transfer(srv) // prunes the marker
+				}
+				obs = append(obs, del(srv, w.WebhookID))
+				if tc.backBefore {
+					srv.Set(start.Add(time.Hour))
+				}
+				srv = restart(srv)
+				if !tc.backBefore {
+					srv.Set(start.Add(time.Hour))
+				}
+				obs = append(obs, del(srv, w.WebhookID))
+				transfer(srv)
+				return append(obs, del(srv, w.WebhookID))
+			})
+		})
+	}
+}
+
+// TestDataDirRestartPrunesEventsAsMemory (issue 26): events and delivery
+// records past the history window are forgotten by the pruning pass that
+// an event runs at most once an hour of server time; a restart keeps when
+// it last ran, so the first events after it forget what memory would
+// have. Each: the clock moved past the window before the restart; or a
+// pass just before the restart, then the clock set back within the hour
+// after it (memory does not prune yet).
+func TestDataDirRestartPrunesEventsAsMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// steps, each "t" (a transfer), "r" (the restart) or a duration
+		// to advance the clock by (negative: set back)
+		steps []any
+	}{
+		{"past the window, restart, event", []any{"t", hooks.HistoryWindow + time.Hour, "r", "t"}},
+		{"past the window, event, restart, event", []any{"t", hooks.HistoryWindow + time.Hour, "t", "r", "t"}},
+		{"a pass, restart, clock back within the hour, event", []any{"t", hooks.HistoryWindow - 10*time.Minute, "t", 40 * time.Minute, "r", -20 * time.Minute, "t"}},
+		{"past the window, restart, clock back, event", []any{"t", hooks.HistoryWindow + 2*time.Hour, "r", -hooks.HistoryWindow, "t"}},
+		{"past the window, event, clock back, restart, event", []any{"t", hooks.HistoryWindow + 2*time.Hour, "t", -hooks.HistoryWindow, "r", "t"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restartTwin(t, func(t *testing.T, srv *fakeserver.Server, restart func(*fakeserver.Server) *fakeserver.Server) []string {
+				alice := newAccount(t, srv, "@alice")
+				newAccount(t, srv, "@bob")
+				fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "100")
+				ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+				if _, err := srv.SubscribeHandler("@alice", confpay.NetworkTest, ok, "whsec_restartequal0123456789"); err != nil {
+					t.Fatal(err)
+				}
+				var obs []string
+				for i, step := range tc.steps {
+					switch step := step.(type) {
+					case string:
+						if step == "r" {
+							srv = restart(srv)
+							break
+						}
+						if a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`); a.status != http.StatusCreated {
+							t.Fatalf("POST /v1/transfers: %d %s", a.status, a.body)
+						}
+					case time.Duration:
+						srv.Set(srv.Now().Add(step))
+					}
+					obs = append(obs, observeHistory(t, srv, fmt.Sprint(i, " ", step)))
+				}
+				return obs
+			})
+		})
+	}
+}
+
+// TestDataDirRestartPrunesHeldPaymentsAsMemory (issue 26): held payments
+// past the 30-day history are forgotten by the pass a new held payment
+// runs at most once an hour of server time; a restart keeps when it last
+// ran. Each: a pass just before the restart and a payment held within
+// the hour after it (memory does not prune yet); the clock past the
+// window; the clock set back after a pass.
+func TestDataDirRestartPrunesHeldPaymentsAsMemory(t *testing.T) {
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		name  string
+		steps []any // "h" (a payment held), "r" (the restart), or a clock move
+	}{
+		{"a pass, restart, a hold within the hour", []any{"h", day + hooks.HistoryWindow - 10*time.Minute, "h", "r", 20 * time.Minute, "h"}},
+		{"past the window, restart, a hold", []any{"h", day + hooks.HistoryWindow + time.Hour, "r", "h"}},
+		{"past the window, a hold, clock back, restart, a hold", []any{"h", day + hooks.HistoryWindow + time.Hour, "h", -hooks.HistoryWindow, "r", "h"}},
+		{"past the window, a hold, restart, clock back, a hold", []any{"h", day + hooks.HistoryWindow + time.Hour, "h", "r", -hooks.HistoryWindow, "h"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			restartTwin(t, func(t *testing.T, srv *fakeserver.Server, restart func(*fakeserver.Server) *fakeserver.Server) []string {
+				srv.AddAccount(t, fakeserver.AccountParams{Handle: "@alice", GenerateEncryptionKey: true})
+				srv.AddAccount(t, fakeserver.AccountParams{Handle: "@bob", GenerateEncryptionKey: true})
+				bot := srv.AddAgent(t, "@alice", "bot", confpay.SpendPolicyParams{
+					DailyLimitUSDG: limit("500"), PerTransactionLimitUSDG: limit("100"), HITLThresholdUSDG: limit("1"),
+				})
+				srv.AddFunds(t, bot.Handle, "USDG", "100")
+				var obs []string
+				for i, step := range tc.steps {
+					switch step := step.(type) {
+					case string:
+						if step == "r" {
+							srv = restart(srv)
+							bot.Client = srv.Client(bot.TestKey)
+							break
+						}
+						hold(t, bot.Client, "@bob", "5")
+					case time.Duration:
+						srv.Set(srv.Now().Add(step))
+					}
+					obs = append(obs, observeHistory(t, srv, fmt.Sprint(i, " ", step)))
+				}
+				return obs
 			})
 		})
 	}
