@@ -83,10 +83,11 @@ func (b *heldBook) init() {
 // history window at now (the direct API's records and the expired ones'
 // 409), at most once per hour of server time, so that an agent held at
 // its cap for months keeps memory flat. Payments still waiting stay. It
-// returns the ids forgotten (the data directory writes them).
-func (b *heldBook) pruneLocked(now time.Time) (gone []string) {
+// returns the ids forgotten and whether the pass ran (the data directory
+// writes both).
+func (b *heldBook) pruneLocked(now time.Time) (gone []string, ran bool) {
 	if now.Sub(b.lastPrune) < time.Hour && !now.Before(b.lastPrune) {
-		return nil
+		return nil, false
 	}
 	b.lastPrune = now
 	cutoff := now.Add(-hooks.HistoryWindow)
@@ -104,7 +105,7 @@ func (b *heldBook) pruneLocked(now time.Time) (gone []string) {
 		clear(b.order[:i])
 		b.order = append(b.order[:0:0], b.order[i:]...)
 	}
-	return gone
+	return gone, true
 }
 
 // window returns the agent's spend window, creating it.

@@ -517,8 +517,8 @@ func (s *Server) holdLocked(n *network, p *payment, k *apiKey) *heldTx {
 		requestedAt:  now,
 		expiresAt:    now.Add(s.opts.approvalWindow),
 	}
-	for _, id := range n.held.pruneLocked(now) {
-		s.markHeldGone(n, id)
+	if gone, ran := n.held.pruneLocked(now); ran {
+		s.markHeldPruned(n, gone)
 	}
 	n.held.byID[h.id] = h
 	n.held.record(h)

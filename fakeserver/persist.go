@@ -164,7 +164,10 @@ type dirtySet struct {
 	transfers map[*transfer]*network
 	held      map[*heldTx]*network
 	heldGone  []heldGoneRec // held payments pruned from the history
-	policies  map[policyKey]struct{}
+	// heldPruned is the networks whose held payments were pruned (a
+	// pass ran: heldBook.lastPrune).
+	heldPruned []*network
+	policies   map[policyKey]struct{}
 }
 
 // policyKey names an agent's policy on a network.
@@ -176,7 +179,8 @@ type policyKey struct {
 // clear empties d for the next section, keeping its maps: a section
 // that marks something would otherwise make them anew.
 func (d *dirtySet) clear() {
-	*d = dirtySet{accounts: d.accounts, keys: d.keys, transfers: d.transfers, held: d.held, policies: d.policies, heldGone: d.heldGone[:0]}
+	*d = dirtySet{accounts: d.accounts, keys: d.keys, transfers: d.transfers, held: d.held, policies: d.policies, heldGone: d.heldGone[:0],
+		heldPruned: d.heldPruned[:0]}
 	clear(d.accounts)
 	clear(d.keys)
 	clear(d.transfers)
@@ -243,14 +247,18 @@ func (s *Server) markHeld(n *network, h *heldTx) {
 	s.dirty.any = true
 }
 
-// markHeldGone records that held payment id was pruned from n's history:
-// its record says so, so that neither an older record nor a snapshot
-// chunk taken before brings it back (persist_rewrite.go).
-func (s *Server) markHeldGone(n *network, id string) {
+// markHeldPruned records that n's held payments were pruned now
+// (heldBook.pruneLocked), forgetting gone: the record says so, so that
+// neither an older record nor a snapshot chunk taken before brings them
+// back (persist_rewrite.go), and a restart prunes next when memory would.
+func (s *Server) markHeldPruned(n *network, gone []string) {
 	if s.jr == nil {
 		return
 	}
-	s.dirty.heldGone = append(s.dirty.heldGone, heldGoneRec{Network: n.name, ID: id})
+	for _, id := range gone {
+		s.dirty.heldGone = append(s.dirty.heldGone, heldGoneRec{Network: n.name, ID: id})
+	}
+	s.dirty.heldPruned = append(s.dirty.heldPruned, n)
 	s.dirty.any = true
 }
 
@@ -277,8 +285,11 @@ type batch struct {
 	Transfers []transferRec
 	Held      []heldRec
 	HeldGone  []heldGoneRec
-	Policies  []policyRec
-	Assets    []Asset
+	// HeldPruned is when each network's held payments were last pruned
+	// (itemHeldPruned): in a record of a pass, and in a snapshot's head.
+	HeldPruned []heldPrunedRec
+	Policies   []policyRec
+	Assets     []Asset
 	// Hooks is the webhook changes (persist_hooks.go), Idem the kept
 	// Idempotency-Key answers.
 	Hooks *hooks.Changes
@@ -365,6 +376,13 @@ type transferRec struct {
 type heldGoneRec struct {
 	Network confpay.Network
 	ID      string
+}
+
+// heldPrunedRec is when a network's held payments were last pruned
+// (itemHeldPruned).
+type heldPrunedRec struct {
+	Network confpay.Network
+	At      time.Time
 }
 
 type spendRec struct {
@@ -517,7 +535,7 @@ func (s *Server) batchLocked() *batch {
 	r := &s.rec
 	b := &r.b
 	*b = batch{Accounts: b.Accounts[:0], Keys: b.Keys[:0], Books: b.Books[:0], Transfers: b.Transfers[:0], Held: b.Held[:0],
-		HeldGone: b.HeldGone[:0], Policies: b.Policies[:0], Idem: b.Idem[:0], HeldSeq: b.HeldSeq}
+		HeldGone: b.HeldGone[:0], HeldPruned: b.HeldPruned[:0], Policies: b.Policies[:0], Idem: b.Idem[:0], HeldSeq: b.HeldSeq}
 	s.headLocked(b)
 	return b
 }
@@ -589,6 +607,9 @@ func (s *Server) flushLocked(enter *slot) mark {
 		b.Held = append(b.Held, heldRecOf(n, h))
 	}
 	b.HeldGone = append(b.HeldGone, d.heldGone...)
+	for _, n := range d.heldPruned {
+		b.HeldPruned = append(b.HeldPruned, heldPrunedRec{Network: n.name, At: n.held.lastPrune})
+	}
 	for k := range d.policies {
 		if p := k.n.policies[k.agent]; p != nil && s.accounts[k.agent] != nil {
 			b.Policies = append(b.Policies, policyRecOf(k.n, k.agent, p))
@@ -606,6 +627,21 @@ func (s *Server) batchHeadLocked() *batch {
 	b := &batch{}
 	s.headLocked(b)
 	return b
+}
+
+// snapshotHeadLocked is a snapshot's first record (s.mu held): a reset,
+// the head, the assets and when each network's held payments were last
+// pruned.
+func (s *Server) snapshotHeadLocked() *batch {
+	head := s.batchHeadLocked()
+	head.Reset = true
+	head.Assets = s.assets.list()
+	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
+		if at := s.nets[name].held.lastPrune; !at.IsZero() {
+			head.HeldPruned = append(head.HeldPruned, heldPrunedRec{Network: name, At: at})
+		}
+	}
+	return head
 }
 
 // headLocked sets b's clock and sequences (s.mu held).
@@ -643,9 +679,7 @@ func (s *Server) appendLocked(b *batch, enter *slot) mark {
 // keys, books, transfers and held payments, in chunks.
 func (s *Server) snapshotLocked(emit func([]byte)) {
 	enc := func(b *batch) { emit(b.encode()) }
-	head := s.batchHeadLocked()
-	head.Reset = true
-	head.Assets = s.assets.list()
+	head := s.snapshotHeadLocked()
 	enc(head)
 	const chunk = 512
 	b := &batch{}
@@ -735,10 +769,13 @@ type loaded struct {
 	books     map[confpay.Network]map[string][]ledger.Row
 	transfers map[confpay.Network]*latest[transferRec]
 	held      map[confpay.Network]*latest[heldRec]
-	policies  map[confpay.Network]map[string]policyRec
-	hooks     map[confpay.Network]*loadedHooks
-	idem      []idempotency.Record // Owner "" when replaced or gone
-	idemAt    map[[2]string]int    // by owner and key: its index in idem
+	// heldPruned is when each network's held payments were last pruned
+	// (none: never).
+	heldPruned map[confpay.Network]time.Time
+	policies   map[confpay.Network]map[string]policyRec
+	hooks      map[confpay.Network]*loadedHooks
+	idem       []idempotency.Record // Owner "" when replaced or gone
+	idemAt     map[[2]string]int    // by owner and key: its index in idem
 }
 
 func newLoaded() *loaded {
@@ -753,6 +790,7 @@ func (l *loaded) reset() {
 	l.books = map[confpay.Network]map[string][]ledger.Row{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
 	l.transfers = map[confpay.Network]*latest[transferRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
 	l.held = map[confpay.Network]*latest[heldRec]{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
+	l.heldPruned = map[confpay.Network]time.Time{}
 	l.policies = map[confpay.Network]map[string]policyRec{confpay.NetworkTest: {}, confpay.NetworkLive: {}}
 	l.hooks, l.idem, l.idemAt = newLoadedHooks(), nil, map[[2]string]int{}
 }
@@ -855,6 +893,7 @@ func (s *Server) installLocked(l *loaded) error {
 			return err
 		}
 		n.held.seq = l.heldSeq[string(name)]
+		n.held.lastPrune = l.heldPruned[name]
 		n.ledger.Touched()
 	}
 	return s.installHooksLocked(l)

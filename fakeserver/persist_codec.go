@@ -14,8 +14,9 @@ import (
 )
 
 // The data directory's record encoding (journal format versions 2 and
-// 3, which adds itemHeldGone, then itemSubOrder and itemIdemGone, which
-// an older build refuses as of unknown kind; see persist.go). A record is a series of items, each a kind byte and a
+// 3, which adds itemHeldGone, then itemSubOrder, itemIdemGone,
+// itemSubGone, itemHooksPruned and itemHeldPruned, which an older build
+// refuses as of unknown kind; see persist.go). A record is a series of items, each a kind byte and a
 // 24-bit length-prefixed body; a group of records (persist_hooks.go) is
 // their concatenation. Inside a body: strings and byte strings are 24-bit
 // length-prefixed, integers 64-bit big-endian, a time is its Unix seconds
@@ -48,25 +49,36 @@ const (
 	// itemIdemGone is an Idempotency-Key the store forgot past its TTL
 	// (batch.IdemGone).
 	itemIdemGone = 15
+	// itemSubGone is a deleted subscription's id the webhooks forgot
+	// (hooks.SubGone), after that subscription's itemSub.
+	itemSubGone = 16
+	// itemHooksPruned is when a network's webhook book last pruned
+	// (hooks.Pruned); itemHeldPruned the same of its held payments
+	// (batch.HeldPruned). Absent (older), the pass never ran.
+	itemHooksPruned = 17
+	itemHeldPruned  = 18
 )
 
 // itemDecoders decodes one item's body into l, by kind.
 var itemDecoders = [...]func(*dec, *loaded) error{
-	itemHead:     decHead,
-	itemAccount:  decAccount,
-	itemKey:      decKey,
-	itemBook:     decBook,
-	itemTransfer: decTransfer,
-	itemHeld:     decHeld,
-	itemPolicy:   decPolicy,
-	itemAssets:   decAssets,
-	itemSub:      decSub,
-	itemEvent:    decEvent,
-	itemDelivery: decDelivery,
-	itemIdem:     decIdem,
-	itemHeldGone: decHeldGone,
-	itemSubOrder: decSubOrder,
-	itemIdemGone: decIdemGone,
+	itemHead:        decHead,
+	itemAccount:     decAccount,
+	itemKey:         decKey,
+	itemBook:        decBook,
+	itemTransfer:    decTransfer,
+	itemHeld:        decHeld,
+	itemPolicy:      decPolicy,
+	itemAssets:      decAssets,
+	itemSub:         decSub,
+	itemEvent:       decEvent,
+	itemDelivery:    decDelivery,
+	itemIdem:        decIdem,
+	itemHeldGone:    decHeldGone,
+	itemSubOrder:    decSubOrder,
+	itemIdemGone:    decIdemGone,
+	itemSubGone:     decSubGone,
+	itemHooksPruned: decHooksPruned,
+	itemHeldPruned:  decHeldPruned,
 }
 
 // encode is b as one record.
@@ -93,6 +105,7 @@ func (b *batch) appendTo(w *wbuf) {
 	items(w, itemTransfer, b.Transfers, encTransfer)
 	items(w, itemHeld, b.Held, encHeld)
 	items(w, itemHeldGone, b.HeldGone, encHeldGone)
+	items(w, itemHeldPruned, b.HeldPruned, encHeldPruned)
 	if b.Hooks != nil {
 		for i := range b.Hooks.Subs {
 			r := &b.Hooks.Subs[i]
@@ -101,8 +114,10 @@ func (b *batch) appendTo(w *wbuf) {
 				item(w, itemSubOrder, r, encSubOrder)
 			}
 		}
+		items(w, itemSubGone, b.Hooks.SubsGone, encSubGone)
 		items(w, itemEvent, b.Hooks.Events, encEvent)
 		items(w, itemDelivery, b.Hooks.Deliveries, encDelivery)
+		items(w, itemHooksPruned, b.Hooks.Pruned, encHooksPruned)
 	}
 	items(w, itemIdemGone, b.IdemGone, encIdemGone)
 	items(w, itemIdem, b.Idem, encIdem)
@@ -623,6 +638,54 @@ func decHeldGone(d *dec, l *loaded) error {
 		return fmt.Errorf("a held payment names network %q", net)
 	}
 	l.held[net].drop(id)
+	return nil
+}
+
+func encHeldPruned(w *wbuf, r *heldPrunedRec) {
+	w.str(string(r.Network))
+	w.time(r.At)
+}
+
+// decHeldPruned sets when the network's held payments were last pruned.
+func decHeldPruned(d *dec, l *loaded) error {
+	net, at := d.net(), d.time()
+	if !validNet(net) {
+		return fmt.Errorf("a held payment names network %q", net)
+	}
+	l.heldPruned[net] = at
+	return nil
+}
+
+func encSubGone(w *wbuf, r *hooks.SubGone) {
+	w.str(string(r.Network))
+	w.str(r.ID)
+}
+
+// decSubGone forgets a deleted subscription the webhooks forgot: neither
+// its record before nor a snapshot chunk taken before brings it back.
+func decSubGone(d *dec, l *loaded) error {
+	net, id := d.net(), d.str()
+	if !validNet(net) {
+		return fmt.Errorf("a subscription names network %q", net)
+	}
+	if r, ok := l.hooks[net].subs[id]; ok && r.Deleted != nil {
+		delete(l.hooks[net].subs, id)
+	}
+	return nil
+}
+
+func encHooksPruned(w *wbuf, r *hooks.Pruned) {
+	w.str(string(r.Network))
+	w.time(r.At)
+}
+
+// decHooksPruned sets when the network's webhook book last pruned.
+func decHooksPruned(d *dec, l *loaded) error {
+	net, at := d.net(), d.time()
+	if !validNet(net) {
+		return fmt.Errorf("a webhook record names network %q", net)
+	}
+	l.hooks[net].pruned = at
 	return nil
 }
 

@@ -99,3 +99,51 @@ func TestRecordNewItems(t *testing.T) {
 		t.Errorf("an older deleted subscription: %+v, want its place 0", r)
 	}
 }
+
+// TestRecordForgottenAndPrunedItems: a deleted subscription forgotten
+// (itemSubGone) drops its record, a live one of another id stays; when
+// the webhooks and the held payments last pruned (itemHooksPruned,
+// itemHeldPruned) decode to what was encoded, the latest winning; a
+// reset record forgets them, and a record without them (the golden one)
+// leaves them zero (never pruned).
+func TestRecordForgottenAndPrunedItems(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	later := at.Add(2 * time.Hour)
+	l := newLoaded()
+	subs := &batch{Now: at, HeldPruned: []heldPrunedRec{{Network: confpay.NetworkLive, At: at}},
+		Hooks: &hooks.Changes{Subs: []hooks.SubRecord{
+			{Network: confpay.NetworkTest, ID: "wh_1", Acct: "acct_a", CreatedAt: at, Seq: 2, Deleted: &at, DeletedSeq: 7},
+			{Network: confpay.NetworkTest, ID: "wh_2", Acct: "acct_a", URL: "https://x.example", CreatedAt: at, Seq: 3},
+		}, Pruned: []hooks.Pruned{{Network: confpay.NetworkTest, At: at}}}}
+	gone := &batch{Now: later, HeldPruned: []heldPrunedRec{{Network: confpay.NetworkLive, At: later}},
+		Hooks: &hooks.Changes{SubsGone: []hooks.SubGone{{Network: confpay.NetworkTest, ID: "wh_1"}, {Network: confpay.NetworkTest, ID: "wh_2"}},
+			Pruned: []hooks.Pruned{{Network: confpay.NetworkTest, At: later}}}}
+	for _, b := range []*batch{subs, gone} {
+		if err := decodeRecord(b.encode(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lh := l.hooks[confpay.NetworkTest]
+	if _, ok := lh.subs["wh_1"]; ok {
+		t.Error("the forgotten deleted subscription is still loaded")
+	}
+	if _, ok := lh.subs["wh_2"]; !ok {
+		t.Error("a live subscription went with a gone item of its id")
+	}
+	if !lh.pruned.Equal(later) || !l.heldPruned[confpay.NetworkLive].Equal(later) || !l.heldPruned[confpay.NetworkTest].IsZero() {
+		t.Errorf("pruned: webhooks %v, held %v, want %v on live only", lh.pruned, l.heldPruned, later)
+	}
+	if err := decodeRecord((&batch{Reset: true, Now: later}).encode(), l); err != nil {
+		t.Fatal(err)
+	}
+	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 {
+		t.Errorf("after a reset record: webhooks pruned %v, held %v, want never", l.hooks[confpay.NetworkTest].pruned, l.heldPruned)
+	}
+	l = newLoaded()
+	if err := decodeRecord(goldenBatch().encode(), l); err != nil {
+		t.Fatal(err)
+	}
+	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 {
+		t.Errorf("an older record: webhooks pruned %v, held %v, want never", l.hooks[confpay.NetworkTest].pruned, l.heldPruned)
+	}
+}

@@ -152,6 +152,7 @@ type loadedHooks struct {
 	subs       map[string]hooks.SubRecord
 	events     latest[hooks.EventRecordP]
 	deliveries latest[hooks.DeliveryRecordP]
+	pruned     time.Time // when the book last pruned (zero: never)
 }
 
 func newLoadedHooks() map[confpay.Network]*loadedHooks {
@@ -176,6 +177,9 @@ func (s *Server) installHooksLocked(l *loaded) error {
 		}
 		c.Events = lh.events.live()
 		c.Deliveries = lh.deliveries.live()
+		if !lh.pruned.IsZero() {
+			c.Pruned = []hooks.Pruned{{Network: name, At: lh.pruned}}
+		}
 		if err := s.hooks.Restore(name, c, s.decodePayloadLocked); err != nil {
 			return err
 		}
@@ -202,6 +206,11 @@ func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
 		for subs := range slices.Chunk(c.Subs, chunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}
+			enc(b)
+		}
+		if len(c.Pruned) > 0 {
+			b := rec()
+			b.Hooks = &hooks.Changes{Pruned: c.Pruned}
 			enc(b)
 		}
 		for events := range slices.Chunk(c.Events, chunk) {

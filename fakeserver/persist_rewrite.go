@@ -108,10 +108,7 @@ func (s *Server) startRewriteLocked() {
 		// wait fails and no answer is sent.
 		return
 	}
-	head := s.batchHeadLocked()
-	head.Reset = true
-	head.Assets = s.assets.list()
-	p := &rewritePlan{head: head.encode()}
+	p := &rewritePlan{head: s.snapshotHeadLocked().encode()}
 	p.accounts = make([]*account, 0, len(s.accounts))
 	for _, a := range s.accounts {
 		p.accounts = append(p.accounts, a)
@@ -243,6 +240,11 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 		for subs := range slices.Chunk(c.Subs, rewriteChunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}
+			recs = append(recs, b.encode())
+		}
+		if len(c.Pruned) > 0 {
+			b := rec()
+			b.Hooks = &hooks.Changes{Pruned: c.Pruned}
 			recs = append(recs, b.encode())
 		}
 		for events := range slices.Chunk(c.Events, rewriteChunk) {

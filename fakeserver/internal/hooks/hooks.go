@@ -703,10 +703,18 @@ func (b *book) rememberDeletedLocked(acct, id string, del deletion) {
 	b.deleted[id] = del
 	ids := append(b.deletedBy[acct], id)
 	for len(ids) > MaxDeletedPerAccount {
-		delete(b.deleted, ids[0])
+		b.forgetDeletedLocked(ids[0])
 		ids = ids[1:]
 	}
 	b.deletedBy[acct] = ids
+}
+
+// forgetDeletedLocked forgets the deleted subscription id: its second
+// DELETE is 404 from now on. The data directory writes it (SubGone), so
+// that a restart does not bring it back.
+func (b *book) forgetDeletedLocked(id string) {
+	delete(b.deleted, id)
+	b.noteSubGone(id)
 }
 
 // fullLocked reports whether sub, or its account on b, has the most
@@ -1007,6 +1015,7 @@ func (b *book) pruneLocked(now time.Time) {
 		return
 	}
 	b.lastPrune = now
+	b.notePruned()
 	cutoff := now.Add(-HistoryWindow)
 	keep := map[*event]bool{}
 	for _, sub := range b.subs {
@@ -1067,7 +1076,7 @@ func (b *book) pruneLocked(now time.Time) {
 	}
 	for id, del := range b.deleted {
 		if del.at.Before(cutoff) {
-			delete(b.deleted, id)
+			b.forgetDeletedLocked(id)
 		}
 	}
 	for acct, ids := range b.deletedBy {

@@ -72,24 +72,48 @@ type DeliveryRecordP struct {
 	Log []Attempt `json:"log,omitempty"`
 }
 
+// SubGone is a deleted subscription's id the book forgot (past
+// HistoryWindow or MaxDeletedPerAccount): its second DELETE is 404 from
+// then on, whatever the clock does after.
+type SubGone struct {
+	Network confpay.Network
+	ID      string
+}
+
+// Pruned is when a network's book last ran its pruning pass (at most one
+// an hour of server time), so that a restored book runs its next one
+// when memory would have.
+type Pruned struct {
+	Network confpay.Network
+	At      time.Time
+}
+
 // Changes are the notes taken since the last TakeChangesInto.
 type Changes struct {
 	Subs       []SubRecord
+	SubsGone   []SubGone
 	Events     []EventRecordP
 	Deliveries []DeliveryRecordP
+	Pruned     []Pruned
 }
 
 // Empty reports whether c holds nothing.
 func (c *Changes) Empty() bool {
-	return len(c.Subs) == 0 && len(c.Events) == 0 && len(c.Deliveries) == 0
+	return len(c.Subs) == 0 && len(c.SubsGone) == 0 && len(c.Events) == 0 && len(c.Deliveries) == 0 && len(c.Pruned) == 0
 }
 
 // changeSet is the notes, by thing (a thing noted twice is written once,
 // in its latest state).
 type changeSet struct {
 	subs       map[*subscription]confpay.Network
+	subsGone   []SubGone
 	events     map[*event]confpay.Network
 	deliveries map[*delivery]confpay.Network
+	pruned     []Pruned
+}
+
+func (c *changeSet) empty() bool {
+	return len(c.subs) == 0 && len(c.subsGone) == 0 && len(c.events) == 0 && len(c.deliveries) == 0 && len(c.pruned) == 0
 }
 
 // Track starts noting changes (the server has a data directory).
@@ -107,6 +131,20 @@ func (h *Hooks) noteSub(net confpay.Network, sub *subscription) {
 		h.chg.subs = map[*subscription]confpay.Network{}
 	}
 	h.chg.subs[sub] = net
+}
+
+// noteSubGone notes that b forgot the deleted subscription id.
+func (b *book) noteSubGone(id string) {
+	if c := b.h.chg; c != nil {
+		c.subsGone = append(c.subsGone, SubGone{Network: b.net, ID: id})
+	}
+}
+
+// notePruned notes that b ran its pruning pass at b.lastPrune.
+func (b *book) notePruned() {
+	if c := b.h.chg; c != nil {
+		c.pruned = append(c.pruned, Pruned{Network: b.net, At: b.lastPrune})
+	}
 }
 
 func (h *Hooks) noteEvent(net confpay.Network, e *event) {
@@ -134,7 +172,7 @@ func (d *delivery) noteLocked() {
 func (h *Hooks) Dirty() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.chg != nil && (len(h.chg.subs) > 0 || len(h.chg.events) > 0 || len(h.chg.deliveries) > 0)
+	return h.chg != nil && !h.chg.empty()
 }
 
 // TakeChangesInto puts in c the changes noted since the last call, each
@@ -142,12 +180,17 @@ func (h *Hooks) Dirty() bool {
 // order), and forgets them; enc encodes an event's payload. It reuses c's
 // slices: the journal keeps one Changes from record to record.
 func (h *Hooks) TakeChangesInto(c *Changes, enc func(Payload) []byte) {
-	c.Subs, c.Events, c.Deliveries = c.Subs[:0], c.Events[:0], c.Deliveries[:0]
+	c.Subs, c.SubsGone, c.Events, c.Deliveries, c.Pruned = c.Subs[:0], c.SubsGone[:0], c.Events[:0], c.Deliveries[:0], c.Pruned[:0]
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.chg == nil || len(h.chg.subs)+len(h.chg.events)+len(h.chg.deliveries) == 0 {
+	if h.chg == nil || h.chg.empty() {
 		return
 	}
+	// Gone after the subscription's own record (its deletion), which an
+	// encoder writes first.
+	c.SubsGone = append(c.SubsGone, h.chg.subsGone...)
+	c.Pruned = append(c.Pruned, h.chg.pruned...)
+	h.chg.subsGone, h.chg.pruned = h.chg.subsGone[:0], h.chg.pruned[:0]
 	for sub, net := range h.chg.subs {
 		c.Subs = append(c.Subs, subRecord(net, sub))
 	}
@@ -189,7 +232,7 @@ func deliveryRecord(d *delivery) DeliveryRecordP {
 // Dump returns the whole state of net: live subscriptions and the
 // deleted ones still remembered, the events (those the log holds, and
 // those gone that a delivery record still names) and the delivery
-// records, each in creation order.
+// records, each in creation order, and when the book last pruned.
 func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -223,6 +266,9 @@ func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
 	}
 	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
 	sort.SliceStable(c.Subs, func(i, j int) bool { return c.Subs[i].Seq < c.Subs[j].Seq })
+	if !b.lastPrune.IsZero() {
+		c.Pruned = []Pruned{{Network: net, At: b.lastPrune}}
+	}
 	return c
 }
 
@@ -232,7 +278,11 @@ var ErrInconsistent = errors.New("hooks: the stored webhook records are inconsis
 
 // Restore replaces net's state by the records (the latest of each thing,
 // any order) and schedules each pending delivery: at its next attempt
-// time, or now when that has passed or an attempt was under way. dec
+// time, or now when that has passed or an attempt was under way. The
+// deleted subscriptions are those the records hold (a forgotten one is
+// not in them: SubGone), whatever the clock says; the book's last
+// pruning pass is the latest of c.Pruned (none: it never ran, as a new
+// book's). dec
 // turns a stored payload back into a Payload. Deliveries start only once
 // the server answers (the pool is running already).
 func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (Payload, error)) error {
@@ -249,9 +299,7 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 		}
 		if r.Deleted != nil {
 			h.delSeq = max(h.delSeq, r.DeletedSeq)
-			if !r.Deleted.Before(h.cfg.Clock.Now().Add(-HistoryWindow)) {
-				deleted = append(deleted, r)
-			}
+			deleted = append(deleted, r)
 			continue
 		}
 		sub := &subscription{id: r.ID, acct: r.Acct, url: r.URL, events: r.Events, secret: confpay.Secret(r.Secret), createdAt: r.CreatedAt, seq: r.Seq, net: net, h: h}
@@ -348,7 +396,11 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 	for _, sub := range byID {
 		sort.SliceStable(sub.deliveries, func(i, j int) bool { return sub.deliveries[i].seq < sub.deliveries[j].seq })
 	}
-	b.lastPrune = now
+	for _, p := range c.Pruned {
+		if p.Network == net && p.At.After(b.lastPrune) {
+			b.lastPrune = p.At
+		}
+	}
 	h.books[net] = b
 	return nil
 }
