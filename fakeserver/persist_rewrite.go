@@ -42,11 +42,15 @@ import (
 // before), a deleted webhook (its tombstone), an event or delivery past
 // its bounds (Gone, Forgotten, Dropped), a held payment pruned from the
 // history (itemHeldGone), an Idempotency-Key forgotten past its TTL
-// (itemIdemGone); a seed's rollback undoes, in the seed's own section,
+// (itemIdemGone), a deleted webhook's id forgotten (itemSubGone); and a
+// pruning pass records when it ran (itemHooksPruned, itemHeldPruned:
+// the snapshot holds the time as of its read, a later pass's record
+// replaces it); a seed's rollback undoes, in the seed's own section,
 // what that section created, which no chunk can see. A kept answer past
 // its TTL that the store has not forgotten yet is in the snapshot, as in
 // memory. TestDataDirRewriteForgets checks each
-// (TestDataDirRestartForgetsExpiredIdempotencyKeys the keys' orders).
+// (TestDataDirRestartForgetsExpiredIdempotencyKeys the keys' orders,
+// TestDataDirRestartPrunesEventsAsMemory and its siblings the passes).
 //
 // Before the snapshot is written, its barrier makes every record that
 // any chunk may reflect durable in J: a section (s.mu) writes the
