@@ -4,6 +4,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"golang.org/x/crypto/cryptobyte"
 )
 
 // Test-only views of the server's inside, for the external tests.
@@ -107,3 +109,36 @@ func skipOnDataDir(t interface{ Skip(...any) }, why string) {
 
 // SkipOnDataDir is skipOnDataDir for the external tests.
 func SkipOnDataDir(t interface{ Skip(...any) }, why string) { skipOnDataDir(t, why) }
+
+// OlderRecord is record p as a build before itemSubGone, itemHooksPruned
+// and itemHeldPruned wrote it: without those items (nil when nothing
+// else is left).
+func OlderRecord(p []byte) []byte {
+	var out []byte
+	for s := cryptobyte.String(p); !s.Empty(); {
+		var kind uint8
+		var body cryptobyte.String
+		if !s.ReadUint8(&kind) || !s.ReadUint24LengthPrefixed(&body) {
+			panic("OlderRecord: a record is cut short")
+		}
+		if kind == itemSubGone || kind == itemHooksPruned || kind == itemHeldPruned {
+			continue
+		}
+		out = append(out, kind, byte(len(body)>>16), byte(len(body)>>8), byte(len(body)))
+		out = append(out, body...)
+	}
+	return out
+}
+
+// PassTimesKept reports whether records, a data directory's in order,
+// say when the webhook books last pruned (loaded.passTimes): a directory
+// this build writes always does, an older build's never.
+func PassTimesKept(records [][]byte) bool {
+	l := newLoaded()
+	for _, p := range records {
+		if err := decodeRecord(p, l); err != nil {
+			panic(err)
+		}
+	}
+	return l.passTimes
+}

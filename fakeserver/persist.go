@@ -631,15 +631,13 @@ func (s *Server) batchHeadLocked() *batch {
 
 // snapshotHeadLocked is a snapshot's first record (s.mu held): a reset,
 // the head, the assets and when each network's held payments were last
-// pruned.
+// pruned (zero: never).
 func (s *Server) snapshotHeadLocked() *batch {
 	head := s.batchHeadLocked()
 	head.Reset = true
 	head.Assets = s.assets.list()
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		if at := s.nets[name].held.lastPrune; !at.IsZero() {
-			head.HeldPruned = append(head.HeldPruned, heldPrunedRec{Network: name, At: at})
-		}
+		head.HeldPruned = append(head.HeldPruned, heldPrunedRec{Network: name, At: s.nets[name].held.lastPrune})
 	}
 	return head
 }
@@ -776,6 +774,12 @@ type loaded struct {
 	hooks      map[confpay.Network]*loadedHooks
 	idem       []idempotency.Record // Owner "" when replaced or gone
 	idemAt     map[[2]string]int    // by owner and key: its index in idem
+	// passTimes is whether the directory holds when a webhook book last
+	// pruned (itemHooksPruned: every snapshot holds it for each network,
+	// zero when it never ran). A directory of an older build does not:
+	// it forgot a deleted webhook's id past the 30 days without a record,
+	// so its load does as it did (hooks.Restore). A reset record keeps it.
+	passTimes bool
 }
 
 func newLoaded() *loaded {
@@ -1081,9 +1085,13 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 			return fail(fmt.Errorf("data directory %s: %w", dir, err))
 		}
 	}
-	if n == 0 || jr.RewriteDue() {
+	if n == 0 || !l.passTimes || jr.RewriteDue() {
 		// A new directory gets its snapshot (a file of the current
-		// format); a long journal is folded into one.
+		// format); a long journal is folded into one; so is an older
+		// build's directory (!l.passTimes), loaded as that build did,
+		// so that the records of this build's passes appended to it do
+		// not make the next load take it for one of this build's (which
+		// would bring back the deleted webhook ids its load dropped).
 		s.mu.Mutex.Lock()
 		err = jr.Rewrite(s.snapshotLocked)
 		s.mu.Mutex.Unlock()

@@ -54,7 +54,10 @@ const (
 	itemSubGone = 16
 	// itemHooksPruned is when a network's webhook book last pruned
 	// (hooks.Pruned); itemHeldPruned the same of its held payments
-	// (batch.HeldPruned). Absent (older), the pass never ran.
+	// (batch.HeldPruned). Every snapshot holds both for each network (a
+	// zero time: the pass never ran). A directory without itemHooksPruned
+	// is an older build's (loaded.passTimes); without itemHeldPruned, its
+	// held payments' pass never ran, as that build loaded them.
 	itemHooksPruned = 17
 	itemHeldPruned  = 18
 )
@@ -650,7 +653,7 @@ func encHeldPruned(w *wbuf, r *heldPrunedRec) {
 func decHeldPruned(d *dec, l *loaded) error {
 	net, at := d.net(), d.time()
 	if !validNet(net) {
-		return fmt.Errorf("a held payment names network %q", net)
+		return fmt.Errorf("a held payments' pruning time names network %q", net)
 	}
 	l.heldPruned[net] = at
 	return nil
@@ -683,9 +686,10 @@ func encHooksPruned(w *wbuf, r *hooks.Pruned) {
 func decHooksPruned(d *dec, l *loaded) error {
 	net, at := d.net(), d.time()
 	if !validNet(net) {
-		return fmt.Errorf("a webhook record names network %q", net)
+		return fmt.Errorf("a webhooks' pruning time names network %q", net)
 	}
 	l.hooks[net].pruned = at
+	l.passTimes = true
 	return nil
 }
 

@@ -103,9 +103,11 @@ func TestRecordNewItems(t *testing.T) {
 // TestRecordForgottenAndPrunedItems: a deleted subscription forgotten
 // (itemSubGone) drops its record, a live one of another id stays; when
 // the webhooks and the held payments last pruned (itemHooksPruned,
-// itemHeldPruned) decode to what was encoded, the latest winning; a
-// reset record forgets them, and a record without them (the golden one)
-// leaves them zero (never pruned).
+// itemHeldPruned) decode to what was encoded, the latest winning, and
+// mark the directory as one that holds them (passTimes); a reset record
+// forgets them (never pruned) but not the mark, and a record without
+// them (the golden one, an older build's) leaves them zero and the
+// directory unmarked.
 func TestRecordForgottenAndPrunedItems(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	later := at.Add(2 * time.Hour)
@@ -136,14 +138,14 @@ func TestRecordForgottenAndPrunedItems(t *testing.T) {
 	if err := decodeRecord((&batch{Reset: true, Now: later}).encode(), l); err != nil {
 		t.Fatal(err)
 	}
-	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 {
-		t.Errorf("after a reset record: webhooks pruned %v, held %v, want never", l.hooks[confpay.NetworkTest].pruned, l.heldPruned)
+	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 || !l.passTimes {
+		t.Errorf("after a reset record: webhooks pruned %v, held %v, pass times kept %v, want never, kept", l.hooks[confpay.NetworkTest].pruned, l.heldPruned, l.passTimes)
 	}
 	l = newLoaded()
 	if err := decodeRecord(goldenBatch().encode(), l); err != nil {
 		t.Fatal(err)
 	}
-	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 {
-		t.Errorf("an older record: webhooks pruned %v, held %v, want never", l.hooks[confpay.NetworkTest].pruned, l.heldPruned)
+	if !l.hooks[confpay.NetworkTest].pruned.IsZero() || len(l.heldPruned) != 0 || l.passTimes {
+		t.Errorf("an older record: webhooks pruned %v, held %v, pass times kept %v, want never, not kept", l.hooks[confpay.NetworkTest].pruned, l.heldPruned, l.passTimes)
 	}
 }

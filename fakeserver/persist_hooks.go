@@ -177,7 +177,7 @@ func (s *Server) installHooksLocked(l *loaded) error {
 		}
 		c.Events = lh.events.live()
 		c.Deliveries = lh.deliveries.live()
-		if !lh.pruned.IsZero() {
+		if l.passTimes { // else an older build's: hooks.Restore does as it did
 			c.Pruned = []hooks.Pruned{{Network: name, At: lh.pruned}}
 		}
 		if err := s.hooks.Restore(name, c, s.decodePayloadLocked); err != nil {

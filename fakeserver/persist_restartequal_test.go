@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver"
 	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
 )
 
 // restartEqualModes runs check on a server with a data directory that
@@ -357,6 +359,157 @@ func TestDataDirRestartPrunesHeldPaymentsAsMemory(t *testing.T) {
 				}
 				return obs
 			})
+		})
+	}
+}
+
+// olderDataDir makes dir, written by this build, what a build before the
+// forgotten ids and the pass times were kept (itemSubGone,
+// itemHooksPruned, itemHeldPruned) wrote for the same steps: the same
+// records without those items, in one snapshot.
+func olderDataDir(t *testing.T, dir string) {
+	t.Helper()
+	jr, c, err := journal.Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs [][]byte
+	for _, p := range slices.Concat(c.Snapshot, c.Journal) {
+		if p = fakeserver.OlderRecord(p); len(p) > 0 {
+			recs = append(recs, p)
+		}
+	}
+	err = jr.Rewrite(func(emit func([]byte)) {
+		for _, p := range recs {
+			emit(p)
+		}
+	})
+	jr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDataDirOlderBuildForgotDeletedWebhookIDs (issue 26): a build
+// before the pass times were kept forgot a deleted webhook's id 30 days
+// after its deletion without writing it; its directory, loaded now, does
+// not bring the id back (a second DELETE stays 404): as that build did,
+// the load drops the deleted ids past the 30 days on the restored clock
+// and counts the pass as run at the restart. A recent one stays. The
+// directory is rewritten in the current form at that load, so that a
+// pass after it (whose record says when it ran) does not make the next
+// restart bring the id back either.
+func TestDataDirOlderBuildForgotDeletedWebhookIDs(t *testing.T) {
+	dir := t.TempDir()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync()}
+	srv := fakeserver.New(t, opts...)
+	alice := newAccount(t, srv, "@alice")
+	newAccount(t, srv, "@bob")
+	fundOn(t, srv, alice.info.AccountID, confpay.NetworkTest, "USDG", "100")
+	transfer := func(srv *fakeserver.Server) {
+		t.Helper()
+		if a := rawCall(t, srv, "POST", "/v1/transfers", alice.test(), `{"to":"@bob","amount":"1"}`); a.status != http.StatusCreated {
+			t.Fatalf("POST /v1/transfers: %d %s", a.status, a.body)
+		}
+	}
+	del := func(srv *fakeserver.Server, id string) int {
+		t.Helper()
+		return rawCall(t, srv, "DELETE", "/v1/webhooks/"+id, alice.test(), "").status
+	}
+	deleted := func() string {
+		t.Helper()
+		w, err := srv.SubscribeHandler("@alice", confpay.NetworkTest, http.NotFoundHandler(), "whsec_restartequal0123456789")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := del(srv, w.WebhookID); st != http.StatusNoContent {
+			t.Fatalf("DELETE %s: %d", w.WebhookID, st)
+		}
+		return w.WebhookID
+	}
+	old := deleted()
+	transfer(srv) // a pass (nothing to forget yet)
+	srv.Advance(hooks.HistoryWindow + 24*time.Hour)
+	transfer(srv) // the pass forgets old's id
+	recent := deleted()
+	want := map[string]int{old: http.StatusNotFound, recent: http.StatusNoContent}
+	check := func(when string, srv *fakeserver.Server) {
+		t.Helper()
+		for _, id := range []string{old, recent} {
+			if st := del(srv, id); st != want[id] {
+				t.Errorf("%s: a second DELETE of %s answers %d, want %d", when, id, st, want[id])
+			}
+		}
+	}
+	check("before the restart", srv)
+	srv.Close()
+	olderDataDir(t, dir)
+
+	srv = fakeserver.New(t, opts...)
+	check("the older directory loaded", srv)
+	srv.Advance(2 * time.Hour)
+	transfer(srv) // a pass, recorded
+	srv.Close()
+	srv = fakeserver.New(t, opts...)
+	check("after a pass and a second restart", srv)
+}
+
+// TestDataDirNewKeepsPassTimes (issue 26): a new directory's first
+// snapshot says when each webhook book last pruned (never), so that its
+// load never takes it for an older build's (which drops the deleted
+// webhook ids past the 30 days): so do its records after a seed, a
+// reset or a reset to the seed, and a snapshot rewritten after them; the
+// older directory olderDataDir makes does not.
+func TestDataDirNewKeepsPassTimes(t *testing.T) {
+	records := func(dir string) [][]byte {
+		t.Helper()
+		jr, c, err := journal.Open(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jr.Close()
+		return slices.Concat(c.Snapshot, c.Journal)
+	}
+	for _, tc := range []struct {
+		name string
+		then func(t *testing.T, srv *fakeserver.Server)
+	}{
+		{"new", func(*testing.T, *fakeserver.Server) {}},
+		{"seeded", func(t *testing.T, srv *fakeserver.Server) {
+			srv.Seed(t, &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@alice"}}})
+		}},
+		{"reset", func(t *testing.T, srv *fakeserver.Server) {
+			newAccount(t, srv, "@alice")
+			if a := rawCall(t, srv, "POST", "/_fake/reset", "", ""); a.status != http.StatusNoContent {
+				t.Fatalf("POST /_fake/reset: %d %s", a.status, a.body)
+			}
+		}},
+		{"reset to the seed", func(t *testing.T, srv *fakeserver.Server) {
+			srv.Seed(t, &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@alice"}}})
+			if _, err := srv.ResetToSeed(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			srv := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+			tc.then(t, srv)
+			srv.Close()
+			if !fakeserver.PassTimesKept(records(dir)) {
+				t.Error("the directory does not say when the webhook books last pruned")
+			}
+			srv = fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithDataDirNoSync())
+			fakeserver.StartRewrite(srv)
+			fakeserver.WaitRewrite(srv)
+			srv.Close()
+			if recs := records(dir); !fakeserver.PassTimesKept(recs) {
+				t.Error("the rewritten directory does not say when the webhook books last pruned")
+			}
+			olderDataDir(t, dir)
+			if fakeserver.PassTimesKept(records(dir)) {
+				t.Error("olderDataDir left the pass times")
+			}
 		})
 	}
 }

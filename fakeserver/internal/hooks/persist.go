@@ -81,8 +81,8 @@ type SubGone struct {
 }
 
 // Pruned is when a network's book last ran its pruning pass (at most one
-// an hour of server time), so that a restored book runs its next one
-// when memory would have.
+// an hour of server time; zero: never), so that a restored book runs its
+// next one when memory would have.
 type Pruned struct {
 	Network confpay.Network
 	At      time.Time
@@ -232,7 +232,8 @@ func deliveryRecord(d *delivery) DeliveryRecordP {
 // Dump returns the whole state of net: live subscriptions and the
 // deleted ones still remembered, the events (those the log holds, and
 // those gone that a delivery record still names) and the delivery
-// records, each in creation order, and when the book last pruned.
+// records, each in creation order, and when the book last pruned (one
+// Pruned, its time zero when the book never did).
 func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -266,9 +267,7 @@ func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
 	}
 	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
 	sort.SliceStable(c.Subs, func(i, j int) bool { return c.Subs[i].Seq < c.Subs[j].Seq })
-	if !b.lastPrune.IsZero() {
-		c.Pruned = []Pruned{{Network: net, At: b.lastPrune}}
-	}
+	c.Pruned = []Pruned{{Network: net, At: b.lastPrune}}
 	return c
 }
 
@@ -280,11 +279,14 @@ var ErrInconsistent = errors.New("hooks: the stored webhook records are inconsis
 // any order) and schedules each pending delivery: at its next attempt
 // time, or now when that has passed or an attempt was under way. The
 // deleted subscriptions are those the records hold (a forgotten one is
-// not in them: SubGone), whatever the clock says; the book's last
-// pruning pass is the latest of c.Pruned (none: it never ran, as a new
-// book's). dec
-// turns a stored payload back into a Payload. Deliveries start only once
-// the server answers (the pool is running already).
+// not in them: SubGone), whatever the clock says, and the book's last
+// pruning pass is the latest of c.Pruned (a zero one: it never ran).
+// Records without any Pruned are of a build that kept neither (it forgot
+// a deleted id past HistoryWindow without a record): as that build did,
+// the deleted ones past HistoryWindow on the clock are dropped and the
+// pass counts as run now. dec turns a stored payload back into a
+// Payload. Deliveries start only once the server answers (the pool is
+// running already).
 func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (Payload, error)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -293,13 +295,17 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Seq < subs[j].Seq })
 	byID := map[string]*subscription{}
 	var deleted []SubRecord
+	now := h.cfg.Clock.Now()
+	older := !slices.ContainsFunc(c.Pruned, func(p Pruned) bool { return p.Network == net })
 	for _, r := range subs {
 		if r.Seq > h.seq {
 			h.seq = r.Seq
 		}
 		if r.Deleted != nil {
 			h.delSeq = max(h.delSeq, r.DeletedSeq)
-			deleted = append(deleted, r)
+			if !older || !r.Deleted.Before(now.Add(-HistoryWindow)) {
+				deleted = append(deleted, r)
+			}
 			continue
 		}
 		sub := &subscription{id: r.ID, acct: r.Acct, url: r.URL, events: r.Events, secret: confpay.Secret(r.Secret), createdAt: r.CreatedAt, seq: r.Seq, net: net, h: h}
@@ -318,7 +324,19 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 	slices.SortStableFunc(deleted, func(a, b SubRecord) int {
 		return cmp.Or(cmp.Compare(a.DeletedSeq, b.DeletedSeq), a.Deleted.Compare(*b.Deleted), cmp.Compare(a.Seq, b.Seq))
 	})
-	for _, r := range deleted {
+	// Only the last MaxDeletedPerAccount of an account's are remembered
+	// (more: a build that forgot the older ones without a record), so
+	// that none is noted as forgotten by the restore itself.
+	later := map[string]int{} // by account: how many are deleted after
+	skip := make([]bool, len(deleted))
+	for i := len(deleted) - 1; i >= 0; i-- {
+		skip[i] = later[deleted[i].Acct] >= MaxDeletedPerAccount
+		later[deleted[i].Acct]++
+	}
+	for i, r := range deleted {
+		if skip[i] {
+			continue
+		}
 		b.rememberDeletedLocked(r.Acct, r.ID, deletion{acct: r.Acct, at: *r.Deleted, seq: r.Seq, order: r.DeletedSeq})
 	}
 	evs := append([]EventRecordP(nil), c.Events...)
@@ -346,7 +364,6 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 	}
 	ds := append([]DeliveryRecordP(nil), c.Deliveries...)
 	sort.Slice(ds, func(i, j int) bool { return ds[i].Seq < ds[j].Seq })
-	now := h.cfg.Clock.Now()
 	for _, r := range ds {
 		if r.Seq > h.seq {
 			h.seq = r.Seq
@@ -400,6 +417,9 @@ func (h *Hooks) Restore(net confpay.Network, c Changes, dec func(EventRecordP) (
 		if p.Network == net && p.At.After(b.lastPrune) {
 			b.lastPrune = p.At
 		}
+	}
+	if older {
+		b.lastPrune = now
 	}
 	h.books[net] = b
 	return nil
