@@ -159,20 +159,33 @@ func TestDataDirRestartForgetsExpiredIdempotencyKeys(t *testing.T) {
 }
 
 // restartTwin runs scenario on a server kept in memory (its restart
-// returns the server as it is) and, in each restartEqualModes, on one
-// with a data directory (its restart closes the server and opens the
-// directory again, and checks that the snapshot is the same across it).
+// returns the server as it is) and on one with a data directory (its
+// restart closes the server and opens the directory again, and checks
+// that the snapshot is the same across it), in each restartEqualModes
+// and in two where the restart loads a snapshot that holds everything:
+// "fuzzy", where the running server rewrites its snapshot before it
+// closes (persist_rewrite.go), and "fold", where the journal is folded
+// into a snapshot at an open (snapshotLocked) before the restart's.
 // What the scenario observes must be the same: a restart is nothing
 // happening, for what the server forgets by time too.
 func restartTwin(t *testing.T, scenario func(t *testing.T, srv *fakeserver.Server, restart func(*fakeserver.Server) *fakeserver.Server) []string) {
 	t.Helper()
 	want := scenario(t, fakeserver.New(t), func(srv *fakeserver.Server) *fakeserver.Server { return srv })
-	restartEqualModes(t, func(t *testing.T, opts ...fakeserver.Option) {
+	twin := func(t *testing.T, fold string, opts ...fakeserver.Option) {
 		got := scenario(t, fakeserver.New(t, opts...), func(srv *fakeserver.Server) *fakeserver.Server {
 			t.Helper()
 			srv.Sync()
+			if fold == "fuzzy" {
+				fakeserver.StartRewrite(srv)
+				fakeserver.WaitRewrite(srv)
+			}
 			before := srv.Snapshot()
 			srv.Close()
+			if fold == "fold" {
+				// the journal has outgrown the snapshot of 1 byte: the
+				// open folds it
+				fakeserver.New(t, append(opts, fakeserver.WithDataDirRewriteAt(1))...).Close()
+			}
 			srv2 := fakeserver.New(t, opts...)
 			if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
 				t.Fatalf("state after restart (-before +after):\n%s", diff)
@@ -182,7 +195,11 @@ func restartTwin(t *testing.T, scenario func(t *testing.T, srv *fakeserver.Serve
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("with a restart, the server answers otherwise than memory alone (-memory +restarted):\n%s", diff)
 		}
-	})
+	}
+	restartEqualModes(t, func(t *testing.T, opts ...fakeserver.Option) { twin(t, "", opts...) })
+	for _, fold := range []string{"fuzzy", "fold"} {
+		t.Run(fold, func(t *testing.T) { twin(t, fold, fakeserver.WithDataDir(t.TempDir()), fakeserver.WithDataDirNoSync()) })
+	}
 }
 
 // observeHistory is what a restart twin compares: how many events,
