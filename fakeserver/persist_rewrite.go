@@ -325,13 +325,18 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 
 // rewriteFailed logs a rewrite's failure (never under s.mu): one warning,
 // with the error (a file operation's or a step's, never a record's
-// contents). Once the journal is stopped every wait fails and says why;
-// until then the server goes on and tries again later.
+// contents), saying what follows: the rewrite stood all the same (its
+// last step failed), or the server goes on and tries again later. Once
+// the journal is stopped (a failed directory fsync, or a journal file's
+// own write) it logs nothing: every wait fails and says why.
 func (s *Server) rewriteFailed(err error) {
-	if s.jr.Err() != nil {
-		return
+	switch {
+	case s.jr.Err() != nil:
+	case journal.RewriteStood(err):
+		s.log.Warn("data directory: the snapshot was rewritten, but a step after it failed; the server goes on", "data", s.opts.dataDir, "error", err.Error())
+	default:
+		s.log.Warn("data directory: rewriting the snapshot failed; the journal holds every change, and the server goes on and tries again once the journal has grown", "data", s.opts.dataDir, "error", err.Error())
 	}
-	s.log.Warn("data directory: rewriting the snapshot failed; the journal holds every change, and the server goes on and tries again once the journal has grown", "data", s.opts.dataDir, "error", err.Error())
 }
 
 // noteHold records how long a rewrite's section held s.mu, for

@@ -48,12 +48,13 @@
 // acknowledged state, with no record applied twice or lost.
 //
 // A rewrite that fails before journal.next is renamed (the snapshot's
-// write, fsync or rename, the directory's fsync, a step) leaves the
+// write, fsync or rename, journal.next's rename, a step) leaves the
 // second or the third state, which the appends to journal.next that go
 // on keep loading right: the journal goes on, the partial snapshot is
 // removed, and the next rewrite, due after a backoff on the journal's
 // growth, keeps journal.next (FinishRewrite). Only a failure of a
-// journal file's own write or fsync stops the journal.
+// journal file's own write or fsync, or of the directory's fsync, stops
+// the journal.
 //
 // Versions: 4 since the preallocation. Version 3 had the same files
 // without the zeros: a version 3 reader would read the zeros after a
@@ -947,7 +948,10 @@ func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), bac
 	}
 	b := header(gen)
 	records(func(p []byte) {
-		if len(b)+8+len(p) > 1<<20 && err == nil {
+		if err != nil {
+			return // failed: the rest is not framed (nor kept in memory)
+		}
+		if len(b)+8+len(p) > 1<<20 {
 			_, err = f.Write(b)
 			size += int64(len(b))
 			b = b[:0]
@@ -1176,19 +1180,26 @@ func (j *Journal) Step(name string) error { return j.step(name) }
 //   - With noSync, NextFile's fsync (its records must be on the disk
 //     before a snapshot that may reflect them stands): the journal's own
 //     file, whose failure stops the journal as a flush's does.
-//   - Until the snapshot's rename, the directory's fsync after it and
-//     NextFile's rename (the snapshot's write, fsync, rename; a failed
-//     step): nothing of the journals was changed or dropped (the old
-//     journal's records not yet written stay for the next flush), and
-//     NextFile stays the file appended to. Open loads the directory
+//   - The directory's fsync after the snapshot's rename, or after
+//     NextFile's: it stops the journal, as a flush's does (Linux may not
+//     report the error again to a later fsync, so the directory's
+//     entries could never be known durable). Open loads the directory
+//     at any of these points.
+//   - Until the snapshot's rename, and up to NextFile's rename once the
+//     snapshot's directory fsync succeeded (the snapshot's write, fsync,
+//     rename; NextFile's rename; a failed step): NextFile stays the file
+//     appended to, and the journal goes on. Nothing of the journals was
+//     changed or dropped, except after a failed rename of NextFile: the
+//     old journal's records not yet written were dropped, safely, as the
+//     new snapshot, durable then, holds them. Open loads the directory
 //     either way, whether the new snapshot's rename stands or not (the
 //     second and third states of the package comment): the partial
-//     snapshot is removed, the journal goes on, and the next rewrite,
-//     due after a backoff (RewriteDue), keeps NextFile (BeginRewrite).
-//   - After NextFile's rename (the directory's fsync, the last step):
-//     the rewrite stands, and Open loads the directory whether the
-//     rename is durable or not; the next flush fsyncs the directory (its
-//     failure stops the journal).
+//     snapshot is removed, and the next rewrite, due after a backoff
+//     (RewriteDue), keeps NextFile (BeginRewrite). A rename of NextFile
+//     that returns an error but was made (JournalFile is NextFile's file
+//     now, and NextFile is gone) is taken as made.
+//   - The last step, after NextFile's rename and the directory's fsync:
+//     the rewrite stands (RewriteStood), with nothing owed.
 func (j *Journal) FinishRewrite(recs [][]byte) error { return j.finishRewrite(recs, nil) }
 
 // finishRewrite is FinishRewrite after err (nil, or a failed step).
@@ -1204,15 +1215,7 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 		// transfer). So NextFile is fsynced first, noSync or not, as the
 		// snapshot itself is.
 		if err := j.syncNow(next.f); err != nil {
-			j.mu.Lock()
-			defer j.mu.Unlock()
-			j.rewriting, j.pending = false, true
-			if j.err == nil {
-				j.err = fmt.Errorf("journal: rewrite: %w", err)
-			}
-			j.checkDueLocked()
-			j.cond.Broadcast()
-			return j.err
+			return j.rewriteStopped(err, j.oldSnap)
 		}
 	}
 	var size int64
@@ -1224,6 +1227,14 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 				recs[i] = nil // garbage once framed
 			}
 		}, true)
+		if err != nil && renamed {
+			// The directory's fsync after the snapshot's rename failed:
+			// Linux may not report it again to a later fsync, so the
+			// directory's entries (journal.next's, if no flush fsynced
+			// the directory since it was made) could never be known
+			// durable. It stops the journal, as a flush's does.
+			return j.rewriteStopped(err, size)
+		}
 	}
 	recs = nil
 	if err == nil {
@@ -1246,26 +1257,45 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 		}
 		j.mu.Unlock()
 		err = renameFile(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile))
+		if err != nil && renameMade(j.dir, next.f) {
+			err = nil // reported as failed, but made: the rewrite stands
+		}
 	}
 	if err != nil {
 		return j.rewriteFailed(err, renamed, size)
 	}
 	// The rewrite stands: nothing after this point is undone.
-	err = syncDir(j.dir)
-	if err == nil {
-		err = j.step("journal-renamed")
+	if err := syncDir(j.dir); err != nil {
+		return j.rewriteStopped(err, size) // as after the snapshot's rename
 	}
+	err = j.step("journal-renamed")
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.rewriting, j.pending, j.failures = false, false, 0
 	j.snapSize = size
 	if err != nil {
-		j.dirSync = j.f // the next flush fsyncs the directory
-		err = fmt.Errorf("journal: rewrite: %w", err)
+		err = &stoodError{fmt.Errorf("journal: rewrite: %w", err)}
 	}
 	j.checkDueLocked()
 	j.cond.Broadcast()
 	return err
+}
+
+// renameMade reports whether NextFile's rename to JournalFile, which
+// returned an error, was made all the same: NextFile is gone and
+// JournalFile is next, the file appended to (a rename is the only way
+// that name comes to it). Without it, every later rewrite would fail to
+// rename a NextFile that is no more.
+func renameMade(dir string, next *os.File) bool {
+	if _, err := os.Lstat(filepath.Join(dir, NextFile)); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	ji, err := os.Stat(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return false
+	}
+	ni, err := next.Stat()
+	return err == nil && os.SameFile(ji, ni)
 }
 
 // rewriteFailed ends a rewrite whose snapshot does not stand for the
@@ -1283,6 +1313,37 @@ func (j *Journal) rewriteFailed(err error, renamed bool, size int64) error {
 	j.failedLocked()
 	j.cond.Broadcast()
 	return fmt.Errorf("journal: rewrite: %w", err)
+}
+
+// rewriteStopped ends a rewrite with err, a failure that stops the
+// journal (see FinishRewrite): every Wait fails from then on, and Open
+// loads the directory. snapSize is the snapshot's size in the directory.
+func (j *Journal) rewriteStopped(err error, snapSize int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting, j.pending = false, true
+	j.snapSize = snapSize
+	if j.err == nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
+	}
+	j.checkDueLocked()
+	j.cond.Broadcast()
+	return j.err
+}
+
+// stoodError is FinishRewrite's error when the rewrite stands all the
+// same (its last step failed, after the directory's fsync).
+type stoodError struct{ err error }
+
+func (e *stoodError) Error() string { return e.err.Error() }
+func (e *stoodError) Unwrap() error { return e.err }
+
+// RewriteStood reports whether err, FinishRewrite's, came after the
+// rewrite stood: the new snapshot and journal are in place, durably, and
+// the journal goes on with nothing owed.
+func RewriteStood(err error) bool {
+	var s *stoodError
+	return errors.As(err, &s)
 }
 
 // Close writes what is buffered, waits for a rewrite running in the
