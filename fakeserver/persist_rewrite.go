@@ -8,6 +8,7 @@ import (
 
 	confpay "github.com/confpay/confpay-go"
 	"github.com/confpay/confpay-go/fakeserver/internal/hooks"
+	"github.com/confpay/confpay-go/fakeserver/internal/journal"
 )
 
 // The running server's snapshot rewrite (persist.go has the rest of the
@@ -66,6 +67,16 @@ import (
 // of one thing and changes between them, TestDataDirRewriteFuzzyChunks).
 // The snapshot is then written, fsynced and renamed by
 // journal.FinishRewrite.
+//
+// A rewrite that fails (its snapshot cannot be written: a full disk, an
+// I/O error, a failed step) costs that snapshot alone: the journal holds
+// every change, durably, and goes on; the server logs one warning
+// (rewriteFailed) and tries again once the journal has grown
+// (journal.RewriteDue's backoff). The next rewrite then keeps the
+// journal the failed one switched to, which holds every record since its
+// switch, so that the argument above holds for it with that switch: its
+// chunks are all taken after it. Only a failure of the journal's own
+// file stops it (TestDataDirRewriteFailureContinues).
 
 // rewriteChunk is the most things one chunk encodes under s.mu (a test
 // may set fewer: options.dataRewriteChunk).
@@ -108,8 +119,16 @@ func (s *Server) rewriteLocked() {
 // startRewriteLocked is rewriteLocked without asking whether one is due.
 func (s *Server) startRewriteLocked() {
 	if err := s.jr.BeginRewrite(); err != nil {
-		// Not now (a rewrite runs), or the journal is stopped: then every
-		// wait fails and no answer is sent.
+		// Not now (a rewrite runs), or the journal is stopped (then every
+		// wait fails and no answer is sent), or the new journal file
+		// could not be made: logged outside s.mu.
+		if !journal.IsNoRewrite(err) {
+			s.rewriting.Add(1)
+			go func() {
+				defer s.rewriting.Done()
+				s.rewriteFailed(err)
+			}()
+		}
 		return
 	}
 	p := &rewritePlan{head: s.snapshotHeadLocked().encode()}
@@ -142,6 +161,7 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	fail := func(err error) {
 		if err != nil {
 			jr.FailRewrite(err)
+			s.rewriteFailed(err)
 		} else {
 			jr.AbortRewrite()
 		}
@@ -304,7 +324,25 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 		fail(err)
 		return
 	}
-	_ = jr.FinishRewrite(recs) // an error stops the journal
+	if err := jr.FinishRewrite(recs); err != nil {
+		s.rewriteFailed(err)
+	}
+}
+
+// rewriteFailed logs a rewrite's failure (never under s.mu): one warning,
+// with the error (a file operation's or a step's, never a record's
+// contents), saying what follows: the rewrite stood all the same (its
+// last step failed), or the server goes on and tries again later. Once
+// the journal is stopped (a failed directory fsync, or a journal file's
+// own write) it logs nothing: every wait fails and says why.
+func (s *Server) rewriteFailed(err error) {
+	switch {
+	case s.jr.Err() != nil:
+	case journal.RewriteStood(err):
+		s.log.Warn("data directory: the snapshot was rewritten, but a step after it failed; the server goes on", "data", s.opts.dataDir, "error", err.Error())
+	default:
+		s.log.Warn("data directory: rewriting the snapshot failed; the journal holds every change, and the server goes on and tries again once the journal has grown", "data", s.opts.dataDir, "error", err.Error())
+	}
 }
 
 // noteHold records how long a rewrite's section held s.mu, for

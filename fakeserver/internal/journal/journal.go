@@ -47,6 +47,15 @@
 // below the snapshot's, in generation order, skipping the stale one: the
 // acknowledged state, with no record applied twice or lost.
 //
+// A rewrite that fails before journal.next is renamed (the snapshot's
+// write, fsync or rename, journal.next's rename, a step) leaves the
+// second or the third state, which the appends to journal.next that go
+// on keep loading right: the journal goes on, the partial snapshot is
+// removed, and the next rewrite, due after a backoff on the journal's
+// growth, keeps journal.next (FinishRewrite). Only a failure of a
+// journal file's own write or fsync, or of the directory's fsync, stops
+// the journal.
+//
 // Versions: 4 since the preallocation. Version 3 had the same files
 // without the zeros: a version 3 reader would read the zeros after a
 // version 4 journal's records as empty records (length 0, and the CRC-32C
@@ -160,6 +169,13 @@ type Journal struct {
 	dirSync   *jfile
 	rewriting bool // StartRewrite's background phase runs
 	fold      bool // Open found two journals, or files of an older version: RewriteDue
+	// pending: a rewrite failed or was aborted after its switch, and
+	// NextFile, which holds every record since that switch, is still the
+	// file appended to: the next BeginRewrite keeps it (no switch).
+	pending  bool
+	failures int   // rewrites that failed in a row (the backoff's exponent)
+	retryAt  int64 // after a failure: RewriteDue waits until size reaches it
+	oldSnap  int64 // snapSize when the running rewrite began (restored if it fails)
 
 	lastBatch uint64        // records the last flush carried
 	lastSync  time.Duration // how long it took
@@ -533,7 +549,8 @@ func (j *Journal) fullSync(f *os.File) error {
 	return nil
 }
 
-// fullSyncFile is fullSync's f.Sync (a test replaces it).
+// fullSyncFile is f.Sync, fullSync's and a snapshot's (a test replaces
+// it).
 var fullSyncFile = (*os.File).Sync
 
 // tornTail is how many bytes of data after good (its records' end) are a
@@ -668,14 +685,36 @@ func (j *Journal) appendedLocked(n int) uint64 {
 
 // checkDueLocked updates RewriteDue's answer (mu held).
 func (j *Journal) checkDueLocked() {
-	j.due.Store(!j.rewriting && (j.fold || j.size > max(j.rewriteAt, j.snapSize)))
+	grown := j.size > max(j.rewriteAt, j.snapSize)
+	if j.failures > 0 {
+		grown = j.size >= j.retryAt
+	}
+	j.due.Store(!j.rewriting && (j.fold || grown))
+}
+
+// maxBackoff caps the doubling of the growth a retry waits for after
+// failed rewrites in a row: 2^6 times the threshold.
+const maxBackoff = 6
+
+// failedLocked notes a rewrite that failed and left the journal going
+// (mu held): the next is due once the journal has grown, since now, by
+// the threshold (the larger of SetRewriteAt's and the snapshot's size),
+// twice that after two failures in a row, four times after three, up to
+// 2^maxBackoff times. A full disk then costs a few attempts, not one per
+// commit; the growth is the measure because a fake clock may not move.
+func (j *Journal) failedLocked() {
+	j.failures++
+	j.retryAt = j.size + max(j.rewriteAt, j.snapSize)<<min(j.failures-1, maxBackoff)
+	j.checkDueLocked()
 }
 
 // RewriteDue reports whether the journal has grown past the larger of the
 // snapshot's size and SetRewriteAt's (DefaultRewriteAt), and no rewrite
 // runs: then a rewrite keeps the directory, and the next start's replay,
-// in proportion to the state. It also reports true after an Open that
-// must fold (see Open). It takes no lock.
+// in proportion to the state. After a failed rewrite it waits for the
+// journal to grow by that much since the failure instead, doubled for
+// each failure in a row (a backoff). It also reports true after an Open
+// that must fold (see Open). It takes no lock.
 func (j *Journal) RewriteDue() bool { return j.due.Load() }
 
 // SetRewriteAt sets the journal size from which RewriteDue reports true
@@ -893,16 +932,26 @@ func (j *Journal) syncNow(f *os.File) error {
 // writes it durably: beside (in pieces of about 1 MiB), fsynced, renamed,
 // the directory fsynced. A snapshot is fsynced even with noSync: it
 // replaces the journals, and a machine crash must not leave a snapshot
-// that lost what they held.
-func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), background bool) (size int64, err error) {
+// that lost what they held. It reports whether the rename was made (the
+// new snapshot is the one in the directory, durably unless err); when
+// it fails before the rename, it removes the partial file.
+func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), background bool) (size int64, renamed bool, err error) {
 	tmp := filepath.Join(j.dir, SnapshotFile+".tmp")
+	defer func() {
+		if err != nil && !renamed {
+			_ = os.Remove(tmp) // best effort: Open removes it too
+		}
+	}()
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	b := header(gen)
 	records(func(p []byte) {
-		if len(b)+8+len(p) > 1<<20 && err == nil {
+		if err != nil {
+			return // failed: the rest is not framed (nor kept in memory)
+		}
+		if len(b)+8+len(p) > 1<<20 {
 			_, err = f.Write(b)
 			size += int64(len(b))
 			b = b[:0]
@@ -914,7 +963,7 @@ func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), bac
 		size += int64(len(b))
 	}
 	if err == nil {
-		err = f.Sync()
+		err = fullSyncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -923,12 +972,13 @@ func (j *Journal) writeSnapshot(gen uint32, records func(emit func([]byte)), bac
 		err = j.step("snapshot-synced")
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(j.dir, SnapshotFile))
+		err = renameFile(tmp, filepath.Join(j.dir, SnapshotFile))
+		renamed = err == nil
 	}
 	if err == nil {
 		err = syncDir(j.dir)
 	}
-	return size, err
+	return size, renamed, err
 }
 
 // Rewrite replaces the directory's contents with records (a snapshot) and
@@ -951,7 +1001,7 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 		return j.err
 	}
 	gen := j.gen + 1
-	size, err := j.writeSnapshot(gen, records, false)
+	size, _, err := j.writeSnapshot(gen, records, false)
 	var jf *jfile
 	if err == nil {
 		jf, err = j.newJournalFile(gen, firstChunk(j.size))
@@ -979,6 +1029,7 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	}
 	j.f.f.Close()
 	j.f, j.gen, j.dirSync, j.fold = jf, gen, nil, false
+	j.pending, j.failures = false, 0
 	j.buf = j.buf[:0]
 	j.synced = j.appended
 	j.durable.Store(j.synced)
@@ -999,7 +1050,7 @@ func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 	}
 	var recs [][]byte
 	records(func(p []byte) { recs = append(recs, p) })
-	go j.finishRewrite(recs, j.step("switched")) //nolint:errcheck // an error stops the journal
+	go j.finishRewrite(recs, j.step("switched")) //nolint:errcheck // see FinishRewrite
 	return nil
 }
 
@@ -1013,29 +1064,50 @@ func (j *Journal) StartRewrite(records func(emit func([]byte))) error {
 // replayed over it on Open, so it is sound when replaying every record
 // appended since BeginRewrite over it gives the state, and when every
 // record a part of it reflects is durable (Wait) before FinishRewrite is
-// called. An error stops the journal. It returns nil without starting
-// when a rewrite runs or the journal is stopped (its error then), and
-// when a fold Open asked for is due (Rewrite's).
+// called.
+//
+// After a rewrite failed or was aborted (FinishRewrite, FailRewrite,
+// AbortRewrite), NextFile is still the file appended to and holds every
+// record since that rewrite's switch: the next BeginRewrite does not
+// switch again, and its snapshot must be sound for replaying all of
+// NextFile over it (one taken after that earlier switch, with every
+// record it reflects durable, is: a fuzzy snapshot taken later is).
+//
+// It returns an error without starting when a rewrite runs, the journal
+// is closed or a fold Open asked for is due (Rewrite's) (IsNoRewrite),
+// when the journal is stopped (its error), and when NextFile cannot be
+// made: the journal then goes on in its file, NextFile removed, and the
+// next rewrite is due after a backoff (RewriteDue).
 func (j *Journal) BeginRewrite() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil || j.rewriting || j.closed || j.fold {
-		if j.err == nil && (j.rewriting || j.closed || j.fold) {
-			return errNoRewrite
-		}
+	if j.err != nil {
 		return j.err
 	}
+	if j.rewriting || j.closed || j.fold {
+		return errNoRewrite
+	}
+	j.oldSnap = j.snapSize
+	if j.pending {
+		j.rewriting = true
+		j.checkDueLocked()
+		return nil
+	}
 	gen := j.gen + 1
-	nf, err := os.OpenFile(filepath.Join(j.dir, NextFile), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	path := filepath.Join(j.dir, NextFile)
+	nf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err == nil {
 		if err = writeHeaderAt(nf, Version, gen); err != nil {
 			nf.Close()
 		}
 	}
 	if err != nil {
-		j.err = fmt.Errorf("journal: rewrite: %w", err)
-		j.cond.Broadcast()
-		return j.err
+		// Nothing switched: appends go on to the journal file. A
+		// NextFile left behind (its removal failed too) holds no record,
+		// and Open loads the directory as well with it.
+		_ = os.Remove(path)
+		j.failedLocked()
+		return fmt.Errorf("journal: rewrite: %w", err)
 	}
 	j.rewriting = true // no other rewrite; RewriteDue false
 	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
@@ -1049,6 +1121,14 @@ func (j *Journal) BeginRewrite() error {
 	return nil
 }
 
+// Err is the error that stopped the journal (every Wait fails with it),
+// or nil while it goes on. A failed rewrite does not stop it.
+func (j *Journal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
 // errNoRewrite is BeginRewrite's answer when it cannot start one now.
 var errNoRewrite = errors.New("journal: a rewrite runs, or the journal is closed or due a fold")
 
@@ -1057,17 +1137,21 @@ var errNoRewrite = errors.New("journal: a rewrite runs, or the journal is closed
 func IsNoRewrite(err error) bool { return errors.Is(err, errNoRewrite) }
 
 // FailRewrite ends a rewrite BeginRewrite started with err (a step of
-// the caller's failed): the journal stops, as when FinishRewrite fails.
+// the caller's failed), as a FinishRewrite whose snapshot could not be
+// written: the journal goes on, and a rewrite is due again after a
+// backoff.
 func (j *Journal) FailRewrite(err error) { _ = j.finishRewrite(nil, err) }
 
 // AbortRewrite ends a rewrite BeginRewrite started without a snapshot (the
 // caller is closing): the directory keeps both journals, which Open
-// replays and folds; no other rewrite starts in this run.
+// replays and folds; appends go on to NextFile, which a later
+// BeginRewrite keeps.
 func (j *Journal) AbortRewrite() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.rewriting = false
-	j.fold = true // NextFile is the file appended to: a later rewrite must not truncate it
+	j.pending = true // NextFile is the file appended to: a later rewrite must not truncate it
+	j.snapSize = j.oldSnap
 	j.checkDueLocked()
 	j.cond.Broadcast()
 }
@@ -1090,8 +1174,32 @@ func (j *Journal) Step(name string) error { return j.step(name) }
 // the snapshot of the new generation (beside, fsynced, renamed), then
 // renames the new journal over the old one. It does not hold the
 // caller's lock; see the package comment for what a crash leaves at each
-// step. An error stops the journal (every Wait fails from then on) and is
-// returned.
+// step. It returns nil, or the error of the step that failed, which costs
+// that rewrite alone unless the journal stopped (Err):
+//
+//   - With noSync, NextFile's fsync (its records must be on the disk
+//     before a snapshot that may reflect them stands): the journal's own
+//     file, whose failure stops the journal as a flush's does.
+//   - The directory's fsync after the snapshot's rename, or after
+//     NextFile's: it stops the journal, as a flush's does (Linux may not
+//     report the error again to a later fsync, so the directory's
+//     entries could never be known durable). Open loads the directory
+//     at any of these points.
+//   - Until the snapshot's rename, and up to NextFile's rename once the
+//     snapshot's directory fsync succeeded (the snapshot's write, fsync,
+//     rename; NextFile's rename; a failed step): NextFile stays the file
+//     appended to, and the journal goes on. Nothing of the journals was
+//     changed or dropped, except after a failed rename of NextFile: the
+//     old journal's records not yet written were dropped, safely, as the
+//     new snapshot, durable then, holds them. Open loads the directory
+//     either way, whether the new snapshot's rename stands or not (the
+//     second and third states of the package comment): the partial
+//     snapshot is removed, and the next rewrite, due after a backoff
+//     (RewriteDue), keeps NextFile (BeginRewrite). A rename of NextFile
+//     that returns an error but was made (JournalFile is NextFile's file
+//     now, and NextFile is gone) is taken as made.
+//   - The last step, after NextFile's rename and the directory's fsync:
+//     the rewrite stands (RewriteStood), with nothing owed.
 func (j *Journal) FinishRewrite(recs [][]byte) error { return j.finishRewrite(recs, nil) }
 
 // finishRewrite is FinishRewrite after err (nil, or a failed step).
@@ -1099,31 +1207,44 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 	j.mu.Lock()
 	gen, next := j.gen, j.f
 	j.mu.Unlock()
-	if err == nil && j.noSync && next != nil {
+	if err == nil && j.noSync {
 		// The snapshot's chunks may hold changes made after the switch,
 		// whose records are only in NextFile: with noSync they are in the
 		// operating system, not on the disk, and a machine crash after
 		// the snapshot stands would lose them from under it (half a
 		// transfer). So NextFile is fsynced first, noSync or not, as the
 		// snapshot itself is.
-		err = j.syncNow(next.f)
+		if err := j.syncNow(next.f); err != nil {
+			return j.rewriteStopped(err, j.oldSnap)
+		}
 	}
 	var size int64
+	renamed := false
 	if err == nil {
-		size, err = j.writeSnapshot(gen, func(emit func([]byte)) {
+		size, renamed, err = j.writeSnapshot(gen, func(emit func([]byte)) {
 			for i, p := range recs {
 				emit(p)
 				recs[i] = nil // garbage once framed
 			}
 		}, true)
+		if err != nil && renamed {
+			// The directory's fsync after the snapshot's rename failed:
+			// Linux may not report it again to a later fsync, so the
+			// directory's entries (journal.next's, if no flush fsynced
+			// the directory since it was made) could never be known
+			// durable. It stops the journal, as a flush's does.
+			return j.rewriteStopped(err, size)
+		}
 	}
 	recs = nil
 	if err == nil {
 		err = j.step("snapshot-renamed")
 	}
 	if err == nil {
-		// The snapshot holds every record of the old journal: those not
-		// yet flushed are durable now, and the file is done with.
+		// The snapshot holds every record of the old journal, durably:
+		// those not yet flushed are durable now, and the file is done
+		// with. (Not before the directory's fsync: until then a machine
+		// crash may bring the old snapshot back, which needs them.)
 		j.mu.Lock()
 		j.idleLocked()
 		if ret := j.retired; ret != nil {
@@ -1135,26 +1256,94 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 			}
 		}
 		j.mu.Unlock()
-		err = os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile))
+		err = renameFile(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile))
+		if err != nil && renameMade(j.dir, next.f) {
+			err = nil // reported as failed, but made: the rewrite stands
+		}
 	}
-	if err == nil {
-		err = syncDir(j.dir)
+	if err != nil {
+		return j.rewriteFailed(err, renamed, size)
 	}
-	if err == nil {
-		err = j.step("journal-renamed")
+	// The rewrite stands: nothing after this point is undone.
+	if err := syncDir(j.dir); err != nil {
+		return j.rewriteStopped(err, size) // as after the snapshot's rename
 	}
+	err = j.step("journal-renamed")
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.rewriting = false
-	if err != nil && j.err == nil {
-		j.err = fmt.Errorf("journal: rewrite: %w", err)
+	j.rewriting, j.pending, j.failures = false, false, 0
+	j.snapSize = size
+	if err != nil {
+		err = &stoodError{fmt.Errorf("journal: rewrite: %w", err)}
 	}
-	if err == nil {
+	j.checkDueLocked()
+	j.cond.Broadcast()
+	return err
+}
+
+// renameMade reports whether NextFile's rename to JournalFile, which
+// returned an error, was made all the same: NextFile is gone and
+// JournalFile is next, the file appended to (a rename is the only way
+// that name comes to it). Without it, every later rewrite would fail to
+// rename a NextFile that is no more.
+func renameMade(dir string, next *os.File) bool {
+	if _, err := os.Lstat(filepath.Join(dir, NextFile)); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	ji, err := os.Stat(filepath.Join(dir, JournalFile))
+	if err != nil {
+		return false
+	}
+	ni, err := next.Stat()
+	return err == nil && os.SameFile(ji, ni)
+}
+
+// rewriteFailed ends a rewrite whose snapshot does not stand for the
+// journals (see FinishRewrite): NextFile stays the file appended to, the
+// journal goes on, and the next rewrite is due after a backoff. renamed
+// tells whether the new snapshot (of size bytes) replaced the old one.
+func (j *Journal) rewriteFailed(err error, renamed bool, size int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting, j.pending = false, true
+	j.snapSize = j.oldSnap
+	if renamed {
 		j.snapSize = size
+	}
+	j.failedLocked()
+	j.cond.Broadcast()
+	return fmt.Errorf("journal: rewrite: %w", err)
+}
+
+// rewriteStopped ends a rewrite with err, a failure that stops the
+// journal (see FinishRewrite): every Wait fails from then on, and Open
+// loads the directory. snapSize is the snapshot's size in the directory.
+func (j *Journal) rewriteStopped(err error, snapSize int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.rewriting, j.pending = false, true
+	j.snapSize = snapSize
+	if j.err == nil {
+		j.err = fmt.Errorf("journal: rewrite: %w", err)
 	}
 	j.checkDueLocked()
 	j.cond.Broadcast()
 	return j.err
+}
+
+// stoodError is FinishRewrite's error when the rewrite stands all the
+// same (its last step failed, after the directory's fsync).
+type stoodError struct{ err error }
+
+func (e *stoodError) Error() string { return e.err.Error() }
+func (e *stoodError) Unwrap() error { return e.err }
+
+// RewriteStood reports whether err, FinishRewrite's, came after the
+// rewrite stood: the new snapshot and journal are in place, durably, and
+// the journal goes on with nothing owed.
+func RewriteStood(err error) bool {
+	var s *stoodError
+	return errors.As(err, &s)
 }
 
 // Close writes what is buffered, waits for a rewrite running in the
@@ -1188,7 +1377,15 @@ func (j *Journal) Close() error {
 	return err
 }
 
-func syncDir(dir string) error {
+// Test seams: a test replaces one to fail it (see also syncFile and
+// fullSyncFile).
+var (
+	renameFile = os.Rename
+	syncDir    = syncDirectory
+)
+
+// syncDirectory fsyncs dir (its entries: a rename, a new file).
+func syncDirectory(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

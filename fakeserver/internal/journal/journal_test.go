@@ -132,13 +132,15 @@ func TestAppendParts(t *testing.T) {
 	}
 }
 
-// TestRewriteErrorStopsJournal: an error in a rewrite's background phase
-// stops the journal (every Wait fails after it), and the directory still
-// opens with every record (the old snapshot, the old journal and the new
-// one).
+// TestRewriteErrorStopsJournal: a rewrite whose fsync of the journal's
+// own file fails (journal.next, fsynced before the snapshot even with
+// noSync) stops the journal (every Wait fails after it), as a flush's
+// failure does, and the directory still opens with every record (the
+// old snapshot, the old journal and the new one). A failure of the
+// snapshot's own write goes on instead (TestRewriteFailureContinues).
 func TestRewriteErrorStopsJournal(t *testing.T) {
 	dir := t.TempDir()
-	j, _, err := Open(dir, false)
+	j, _, err := Open(dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,21 +148,19 @@ func TestRewriteErrorStopsJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	fail := errors.New("disk full")
-	j.SetRewriteHook(func(step string) error {
-		if step == "snapshot-synced" {
-			return fail
-		}
-		return nil
-	})
+	j.SetSync(func(*os.File) error { return fail })
 	if err := j.StartRewrite(func(emit func([]byte)) { emit([]byte("a")) }); err != nil {
 		t.Fatal(err)
 	}
 	n := j.Append([]byte("b")) // to the new journal
-	_ = j.Wait(n)              // durable, or failed by the rewrite
-	j.Close()                  // waits for the rewrite
-	if err := j.Wait(n + 1); !errors.Is(err, fail) {
-		t.Fatalf("Wait after a failed rewrite: %v, want %v", err, fail)
+	j.WaitRewrite()
+	if err := j.Wait(n); !errors.Is(err, fail) {
+		t.Fatalf("Wait after a rewrite whose journal fsync failed: %v, want %v", err, fail)
 	}
+	if err := j.Err(); !errors.Is(err, fail) {
+		t.Fatalf("Err: %v, want %v", err, fail)
+	}
+	j.Close()
 	j2, c, err := Open(dir, false)
 	if err != nil {
 		t.Fatal(err)
