@@ -521,6 +521,12 @@ func (s *Server) writeRaw(c *call, status int, b []byte) {
 // writeError renders any error as the flat error body.
 func (s *Server) writeError(c *call, err error) {
 	status, body := errorAnswer(c.reqID, err)
+	if status == http.StatusInternalServerError && !errors.As(err, new(*apiError)) {
+		// A failure of the server's own (an injected 500 is an apiError):
+		// the answer says "internal error", the log says why. Error
+		// strings never hold a secret.
+		s.log.Error("internal error", "request_id", c.reqID, "method", c.r.Method, "path", c.r.URL.Path, "error", err.Error())
+	}
 	if e, ok := err.(*apiError); ok {
 		c.code, c.param = e.body.Code, e.body.Param
 		if e.retryAfter != "" {

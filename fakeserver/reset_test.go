@@ -1,7 +1,10 @@
 package fakeserver_test
 
 import (
+	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/confpay/confpay-go/fakeserver"
@@ -70,5 +73,31 @@ func TestResetTo(t *testing.T) {
 		if got := handles(srv); got != "" || seeds != 1 {
 			t.Fatalf("%s left accounts %q (seeds %d), want none", path, got, seeds)
 		}
+	}
+}
+
+// TestInternalErrorLogged: an answer 500 internal_error (here, a
+// WithResetSeed function that fails) logs its cause at error level with
+// the request's id; the answer itself says no more than "internal error".
+func TestInternalErrorLogged(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	srv := fakeserver.New(t, fakeserver.WithLogger(logger), fakeserver.WithResetSeed(func(*fakeserver.Server) (any, error) {
+		return nil, errors.New("the seed went wrong")
+	}))
+	a := rawCall(t, srv, "POST", "/_fake/reset?to=seed", "", "")
+	if a.status != 500 || strings.Contains(string(a.body), "went wrong") {
+		t.Fatalf("to=seed with a failing seed: %d %s, want 500 without the cause", a.status, a.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if line := logged.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "the seed went wrong") || !strings.Contains(line, a.err().RequestID) {
+		t.Errorf("the log does not give the cause and request id of the 500 (%s):\n%s", a.err().RequestID, line)
 	}
 }

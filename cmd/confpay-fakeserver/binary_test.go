@@ -439,3 +439,38 @@ func TestBoundFlags(t *testing.T) {
 		t.Errorf("a second agent with -max-agents-per-owner 1: %d %s, want 409 agent_limit_reached", resp.StatusCode, body)
 	}
 }
+
+// TestResetToSeedAfterRestart: on a data directory that already holds
+// state, -seed is not applied at start, and POST /_fake/reset?to=seed
+// still applies it (it answered 500 and left the server empty).
+func TestResetToSeedAfterRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	seed := writeSeed(t, `{"accounts":[{"handle":"@alice","balances":{"test":{"USDG":"100"}}}]}`)
+	args := []string{"-addr", "127.0.0.1:0", "-seed", seed, "-data", dir, "-virtual-clock", "-log-level", "off"}
+	if err := launch(t, args...).stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := launch(t, args...)
+	defer r.stop()
+	if strings.Contains(string(r.line), "@alice") {
+		t.Errorf("the second start applied the seed: %s", r.line)
+	}
+	call := func(method, path string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, r.url+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	st, b := call("POST", "/_fake/reset?to=seed")
+	if st != 200 || !strings.Contains(string(b), `"handle":"@alice"`) || !strings.Contains(string(b), r.url) {
+		t.Fatalf("reset to seed after a restart: %d %s", st, b)
+	}
+	if st, b := call("GET", "/_fake/books/%40alice?network=test"); st != 200 || !strings.Contains(string(b), `"available":"100"`) {
+		t.Errorf("books after reset to seed: %d %s", st, b)
+	}
+}

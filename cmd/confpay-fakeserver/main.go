@@ -295,18 +295,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	if seed != nil && cfg.dataDir != "" && !srv.DataDirWasEmpty() {
-		log.Info("the data directory holds state: -seed not applied (POST /_fake/reset?to=seed applies it)", "data", cfg.dataDir)
-		seed = nil
-	}
-	if seed != nil {
-		sd, err := srv.Load(seed)
-		if err != nil {
-			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
-		}
-		out.Seeded = sd
-	}
-
+	// Listen before seeding: a start that cannot listen changes nothing
+	// in the data directory.
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
@@ -316,6 +306,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	out.URL = "http://" + ln.Addr().String()
+	// The seed stays for POST /_fake/reset?to=seed either way (the
+	// reset answer above reads it).
+	applySeed := seed != nil
+	if applySeed && cfg.dataDir != "" && !srv.DataDirWasEmpty() {
+		log.Info("the data directory holds state: -seed not applied (POST /_fake/reset?to=seed applies it)", "data", cfg.dataDir)
+		applySeed = false
+	}
+	if applySeed {
+		sd, err := srv.Load(seed)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("seed file %s: %w", cfg.seedPath, err)
+		}
+		out.Seeded = sd
+	}
 	// Once the listener is closed, srv.Close releases requests held by
 	// delay faults, so that they answer (503) within the drain.
 	hs := newHTTPServer(logRequests(log, srv.Handler()), cfg.limits, log, srv.Close)

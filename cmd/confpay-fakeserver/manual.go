@@ -75,9 +75,10 @@ OPTIONS
         ciphertexts, transfers, held payments, the clock. Every answer is
         written only once its effect is fsynced there. -seed applies only
         when dir holds no state; POST /_fake/reset empties dir too. A
-        second server on dir is refused. Not kept yet: webhook
-        subscriptions, events and deliveries, Idempotency-Keys, faults.
-        Without -data nothing touches the disk.
+        second server on dir is refused. Also kept: webhook
+        subscriptions with their secrets, events, delivery records and
+        pending deliveries, kept Idempotency-Key answers; not kept:
+        faults. Without -data nothing touches the disk.
     -data-nosync
         Write -data without fsync: a process crash still loses nothing,
         a machine crash may lose the last writes.
@@ -176,7 +177,8 @@ ENVIRONMENT
 FILES
     The -seed file, read once at start (and kept in memory for
     POST /_fake/reset?to=seed). The -data directory: snapshot, journal
-    and LOCK (docs/fakeserver.md). Nothing else is read or written.
+    and LOCK, and journal.next and snapshot.tmp while the snapshot is
+    rewritten (docs/fakeserver.md). Nothing else is read or written.
 
 EXAMPLES
     Run it with two accounts and read their keys:
