@@ -258,9 +258,8 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	s.mu.Mutex.Unlock()
 	rec := func() *batch { return &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq} }
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		t0 := time.Now()
-		c := s.hooks.Dump(name, encodePayload)
-		s.noteHooksHold(time.Since(t0))
+		c, held := s.hooks.Dump(name, encodePayload)
+		s.noteHooksHold(held)
 		for subs := range slices.Chunk(c.Subs, rewriteChunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}
