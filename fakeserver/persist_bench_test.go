@@ -159,8 +159,9 @@ func TestDataDirRestartTime(t *testing.T) {
 // under the lock (as before the fuzzy snapshot) against the longest
 // single hold of a running server's rewrite (the switch, noting what
 // exists, then each chunk of the fuzzy snapshot and its barrier),
-// alternating in the same process on the same state, three rounds
-// (BENCHMARKS.md).
+// alternating in the same process on the same state, three rounds; with
+// the longest hold of hooks.mu by hooks.Dump and the fuzzy rewrite's
+// whole time (BENCHMARKS.md).
 func TestDataDirRewritePause(t *testing.T) {
 	n := 2_000
 	if v := os.Getenv("CONFPAY_REWRITE_PAUSE_TRANSFERS"); v != "" {
@@ -176,9 +177,11 @@ func TestDataDirRewritePause(t *testing.T) {
 	createTransfers(t, srv, n)
 	for round := range 3 {
 		whole, _, _ := fakeserver.RewritePause(srv, true)
+		t0 := time.Now()
 		switched, chunk, dump := fakeserver.RewritePause(srv, false)
-		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite; by a fuzzy one %v at its switch, at most %v by a chunk or its barrier (hooks.mu %v by its Dump)",
-			round, n, whole, switched, chunk, dump)
+		took := time.Since(t0)
+		t.Logf("round %d, %d transfers: the lock held %v by a whole rewrite; by a fuzzy one %v at its switch, at most %v by a chunk or its barrier (hooks.mu %v by its Dump); the fuzzy rewrite took %v",
+			round, n, whole, switched, chunk, dump, took)
 	}
 }
 

@@ -202,7 +202,7 @@ func (s *Server) snapshotHooksLocked(enc func(*batch), head *batch) {
 	const chunk = 512
 	rec := func() *batch { return &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq} }
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		c := s.hooks.Dump(name, encodePayload)
+		c, _ := s.hooks.Dump(name, encodePayload)
 		for subs := range slices.Chunk(c.Subs, chunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}

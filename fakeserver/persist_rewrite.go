@@ -25,9 +25,10 @@ import (
 // goroutine then sorts them outside the lock and encodes them in chunks
 // of rewriteChunk things, each chunk under s.mu (a short hold), each
 // thing in its state at that chunk's instant and skipped when it is gone;
-// then the webhook state (hooks.Dump, under hooks.mu alone) and the kept
-// Idempotency-Key answers, whole, like the records written since. The
-// snapshot is the union: no one instant's state.
+// then the webhook state (hooks.Dump: copied at one instant under
+// hooks.mu alone, which it holds only for the copy, and encoded after)
+// and the kept Idempotency-Key answers, whole, like the records written
+// since. The snapshot is the union: no one instant's state.
 //
 // Why the snapshot followed by J is the state (Open replays them so):
 // every record is the whole state of each thing it names, and a later
@@ -258,9 +259,8 @@ func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	s.mu.Mutex.Unlock()
 	rec := func() *batch { return &batch{Now: head.Now, Seq: head.Seq, HeldSeq: head.HeldSeq} }
 	for _, name := range []confpay.Network{confpay.NetworkTest, confpay.NetworkLive} {
-		t0 := time.Now()
-		c := s.hooks.Dump(name, encodePayload)
-		s.noteHooksHold(time.Since(t0))
+		c, held := s.hooks.Dump(name, encodePayload)
+		s.noteHooksHold(held)
 		for subs := range slices.Chunk(c.Subs, rewriteChunk) {
 			b := rec()
 			b.Hooks = &hooks.Changes{Subs: subs}

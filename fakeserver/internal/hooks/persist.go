@@ -195,7 +195,7 @@ func (h *Hooks) TakeChangesInto(c *Changes, enc func(Payload) []byte) {
 		c.Subs = append(c.Subs, subRecord(net, sub))
 	}
 	for e, net := range h.chg.events {
-		c.Events = append(c.Events, eventRecord(net, e, enc))
+		c.Events = append(c.Events, eventRecord(net, eventState{e: e, forgotten: e.forgotten, gone: e.gone}, enc))
 	}
 	for d := range h.chg.deliveries {
 		c.Deliveries = append(c.Deliveries, deliveryRecord(d))
@@ -213,9 +213,13 @@ func subRecord(net confpay.Network, sub *subscription) SubRecord {
 		CreatedAt: sub.createdAt, Seq: sub.seq, Deleted: sub.deletedAt, DeletedSeq: sub.delSeq}
 }
 
-func eventRecord(net confpay.Network, e *event, enc func(Payload) []byte) EventRecordP {
+// eventRecord is the record of an event in state s. It reads of s.e only
+// what never changes once the event is shared (eventState), so it may run
+// without h.mu, and so may enc.
+func eventRecord(net confpay.Network, s eventState, enc func(Payload) []byte) EventRecordP {
+	e := s.e
 	return EventRecordP{Network: net, ID: e.ID, Kind: e.Kind(), At: e.At, Audience: *e.aud, Seq: e.seq,
-		Forgotten: e.forgotten, Gone: e.gone, Payload: enc(e.Payload)}
+		Forgotten: s.forgotten, Gone: s.gone, Payload: enc(e.Payload)}
 }
 
 func deliveryRecord(d *delivery) DeliveryRecordP {
@@ -233,42 +237,77 @@ func deliveryRecord(d *delivery) DeliveryRecordP {
 // deleted ones still remembered, the events (those the log holds, and
 // those gone that a delivery record still names) and the delivery
 // records, each in creation order, and when the book last pruned (one
-// Pruned, its time zero when the book never did).
-func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) Changes {
+// Pruned, its time zero when the book never did); and how long it held
+// h.mu. The state is as of one instant, under h.mu, which it holds only
+// to copy what may change after (dumpLocked); it encodes the payloads
+// (enc) and sorts after letting go. enc runs without h.mu: it may read
+// only what an event's payload holds from its creation on.
+func (h *Hooks) Dump(net confpay.Network, enc func(Payload) []byte) (Changes, time.Duration) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	t0 := time.Now()
+	c, evs := h.dumpLocked(net)
+	held := time.Since(t0)
+	h.mu.Unlock()
+	c.Events = make([]EventRecordP, 0, len(evs))
+	var seen map[*event]bool // the gone ones, which several deliveries may name
+	for _, s := range evs {
+		if s.gone {
+			if seen[s.e] {
+				continue
+			}
+			if seen == nil {
+				seen = map[*event]bool{}
+			}
+			seen[s.e] = true
+		}
+		c.Events = append(c.Events, eventRecord(net, s, enc))
+	}
+	slices.SortFunc(c.Events, func(a, b EventRecordP) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortStableFunc(c.Subs, func(a, b SubRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(c.Deliveries, func(a, b DeliveryRecordP) int { return cmp.Compare(a.Seq, b.Seq) })
+	return c, held
+}
+
+// eventState is an event as Dump found it under h.mu: the event (whose
+// id, kind, time, audience, sequence number and payload are set before
+// it is shared and never change) and the fields that change after.
+type eventState struct {
+	e         *event
+	forgotten [2]bool
+	gone      bool
+}
+
+// dumpLocked is Dump's part under h.mu: the subscription, deletion,
+// delivery and pass records (copies: a delivery's status and attempt log
+// change, a subscription is marked deleted), and the events by pointer
+// with their changing fields, the log's in its order, then each gone one
+// a delivery names (once per delivery). Nothing is sorted or encoded.
+func (h *Hooks) dumpLocked(net confpay.Network) (Changes, []eventState) {
 	b := h.books[net]
 	var c Changes
-	var subs []*subscription
-	for _, list := range b.byAcct {
-		subs = append(subs, list...)
-	}
-	sort.Slice(subs, func(i, j int) bool { return subs[i].seq < subs[j].seq })
-	seen := map[*event]bool{}
+	evs := make([]eventState, 0, len(b.order)-b.gone)
 	for _, e := range b.order {
 		if !e.gone {
-			seen[e] = true
-			c.Events = append(c.Events, eventRecord(net, e, enc))
+			evs = append(evs, eventState{e: e, forgotten: e.forgotten})
 		}
 	}
-	for _, sub := range subs {
-		c.Subs = append(c.Subs, subRecord(net, sub))
-		for _, d := range sub.deliveries {
-			if !seen[d.ev] {
-				seen[d.ev] = true
-				c.Events = append(c.Events, eventRecord(net, d.ev, enc))
+	for _, list := range b.byAcct {
+		for _, sub := range list {
+			c.Subs = append(c.Subs, subRecord(net, sub))
+			for _, d := range sub.deliveries {
+				if d.ev.gone { // not in the log: a live event is
+					evs = append(evs, eventState{e: d.ev, forgotten: d.ev.forgotten, gone: true})
+				}
+				c.Deliveries = append(c.Deliveries, deliveryRecord(d))
 			}
-			c.Deliveries = append(c.Deliveries, deliveryRecord(d))
 		}
 	}
 	for id, del := range b.deleted {
 		at := del.at
 		c.Subs = append(c.Subs, SubRecord{Network: net, ID: id, Acct: del.acct, CreatedAt: at, Seq: del.seq, Deleted: &at, DeletedSeq: del.order})
 	}
-	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Seq < c.Events[j].Seq })
-	sort.SliceStable(c.Subs, func(i, j int) bool { return c.Subs[i].Seq < c.Subs[j].Seq })
 	c.Pruned = []Pruned{{Network: net, At: b.lastPrune}}
-	return c
+	return c, evs
 }
 
 // ErrInconsistent is returned by Restore when the records do not fit
