@@ -662,12 +662,17 @@ func (s *Server) appendLocked(b *batch, enter *slot) mark {
 	if len(s.q.items) > 0 {
 		w := wbuf{b: s.q.buffer()}
 		b.appendTo(&w)
-		return s.queueLocked(w.done())
+		m := s.queueLocked(w.done())
+		s.q.items[len(s.q.items)-1].reset = b.Reset
+		return m
 	}
 	w := &s.rec.w
 	w.b, w.err = w.b[:0], nil
 	b.appendTo(w)
 	m := mark{seq: s.jr.Append(w.done())}
+	if b.Reset {
+		s.jr.FoldSoon() // the records before it leave the directory (persist_rewrite.go)
+	}
 	s.rewriteLocked()
 	return m
 }
@@ -780,6 +785,8 @@ type loaded struct {
 	// it forgot a deleted webhook's id past the 30 days without a record,
 	// so its load does as it did (hooks.Restore). A reset record keeps it.
 	passTimes bool
+	// resets counts the reset records read (a snapshot starts with one).
+	resets int
 }
 
 func newLoaded() *loaded {
@@ -1059,8 +1066,11 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	l := newLoaded()
 	s.hooks.Track()
 	s.idempotent.Track()
-	n := 0
-	for _, recs := range [][][]byte{c.Snapshot, c.Journal} {
+	n, snapResets := 0, 0
+	for i, recs := range [][][]byte{c.Snapshot, c.Journal} {
+		if i == 1 {
+			snapResets = l.resets
+		}
 		for _, p := range recs {
 			n++
 			if err := decodeRecord(p, l); err != nil {
@@ -1085,9 +1095,11 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 			return fail(fmt.Errorf("data directory %s: %w", dir, err))
 		}
 	}
-	if n == 0 || !l.passTimes || jr.RewriteDue() {
+	if n == 0 || !l.passTimes || jr.RewriteDue() || l.resets > snapResets {
 		// A new directory gets its snapshot (a file of the current
-		// format); a long journal is folded into one; so is an older
+		// format); a long journal is folded into one, and so is one
+		// that holds a reset (the fold the reset started did not end:
+		// the state before it leaves the directory); so is an older
 		// build's directory (!l.passTimes), loaded as that build did,
 		// so that the records of this build's passes appended to it do
 		// not make the next load take it for one of this build's (which

@@ -173,7 +173,18 @@ type Journal struct {
 	// NextFile, which holds every record since that switch, is still the
 	// file appended to: the next BeginRewrite keeps it (no switch).
 	pending  bool
-	failures int   // rewrites that failed in a row (the backoff's exponent)
+	failures int // rewrites that failed in a row (the backoff's exponent)
+	// switchedAt is the last record appended before the last switch to
+	// a new NextFile (BeginRewrite): that file holds only later records.
+	switchedAt uint64
+	// purgeTo, when not zero, is the last record of those FoldSoon asked
+	// to leave the directory: until a rewrite whose switch came after it
+	// stands (switchedAt >= purgeTo) or Rewrite runs. purgeNow makes
+	// RewriteDue report true for it (set by FoldSoon, and again by a
+	// rewrite that stood but kept such records; cleared when a rewrite
+	// begins, so that a failed one is retried after the backoff alone).
+	purgeTo  uint64
+	purgeNow bool
 	retryAt  int64 // after a failure: RewriteDue waits until size reaches it
 	oldSnap  int64 // snapSize when the running rewrite began (restored if it fails)
 
@@ -689,7 +700,23 @@ func (j *Journal) checkDueLocked() {
 	if j.failures > 0 {
 		grown = j.size >= j.retryAt
 	}
-	j.due.Store(!j.rewriting && (j.fold || grown))
+	j.due.Store(!j.rewriting && (j.fold || grown || j.purgeNow))
+}
+
+// FoldSoon asks for a rewrite that leaves none of the records appended
+// so far in the directory's files (the server calls it once a reset's
+// record is appended: the records before it must go). RewriteDue
+// reports true at once, even during a failed rewrite's backoff, and
+// again after a rewrite that stood but kept some of them (one that kept
+// the NextFile of a failed rewrite begun before them), until a rewrite
+// whose switch came after them stands, or Rewrite runs. Such a rewrite
+// that fails is retried as any (after the backoff). The old files are
+// replaced by rename: their blocks are freed, not overwritten.
+func (j *Journal) FoldSoon() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.purgeTo, j.purgeNow = j.appended, true
+	j.checkDueLocked()
 }
 
 // maxBackoff caps the doubling of the growth a retry waits for after
@@ -1030,6 +1057,8 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	j.f.f.Close()
 	j.f, j.gen, j.dirSync, j.fold = jf, gen, nil, false
 	j.pending, j.failures = false, 0
+	j.purgeTo, j.purgeNow = 0, false // every record is in the snapshot alone
+	j.switchedAt = j.appended
 	j.buf = j.buf[:0]
 	j.synced = j.appended
 	j.durable.Store(j.synced)
@@ -1088,6 +1117,7 @@ func (j *Journal) BeginRewrite() error {
 		return errNoRewrite
 	}
 	j.oldSnap = j.snapSize
+	j.purgeNow = false // this one, or its failure's backoff
 	if j.pending {
 		j.rewriting = true
 		j.checkDueLocked()
@@ -1110,6 +1140,7 @@ func (j *Journal) BeginRewrite() error {
 		return fmt.Errorf("journal: rewrite: %w", err)
 	}
 	j.rewriting = true // no other rewrite; RewriteDue false
+	j.switchedAt = j.appended
 	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
 	j.buf = nil
 	// NextFile is preallocated by the first flush to it (extend), not
@@ -1273,6 +1304,13 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 	defer j.mu.Unlock()
 	j.rewriting, j.pending, j.failures = false, false, 0
 	j.snapSize = size
+	if j.purgeTo > 0 {
+		if j.switchedAt >= j.purgeTo {
+			j.purgeTo = 0 // gone from every file
+		} else {
+			j.purgeNow = true // kept (in a failed rewrite's NextFile): once more, switching now
+		}
+	}
 	if err != nil {
 		err = &stoodError{fmt.Errorf("journal: rewrite: %w", err)}
 	}
