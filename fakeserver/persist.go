@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1048,7 +1049,17 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if c.Dropped > 0 {
+	for _, d := range c.Damage {
+		// Complete records after a bad one: a power loss mid-flush, or
+		// damage to what was acknowledged. Never called a torn tail.
+		records := strconv.Itoa(d.Records)
+		if d.Partial {
+			records = "at least " + records
+		}
+		s.log.Error("data directory: damaged journal: dropped the bad record and every byte after it, complete records included; they may hold acknowledged changes (if so, restore a backup); the server starts from the records before it, and a copy of what was dropped is saved",
+			"data", dir, "file", d.File, "offset", d.Offset, "bytes", d.Bytes, "records", records, "saved", d.Saved)
+	}
+	if len(c.Damage) == 0 && c.Dropped > 0 {
 		s.log.Warn("data directory: dropped a torn tail, the part of a write a crash interrupted (nothing acknowledged was in it)", "data", dir, "bytes", c.Dropped)
 	}
 	if s.opts.dataRewriteAt > 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -499,5 +500,56 @@ func TestDataDirRestartClockBackwards(t *testing.T) {
 	srv2 := fakeserver.New(t, opts...)
 	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
 		t.Fatalf("state after restart (-before +after):\n%s", diff)
+	}
+}
+
+// TestDataDirDamageLogged: a byte flipped inside the journal's first
+// record, ahead of more complete records, is not a torn tail (a crash
+// tears only the last write): the server still starts from the records
+// before it, but saves the dropped bytes beside (journal.damaged, 0600)
+// and logs at ERROR how many bytes and complete records it dropped,
+// where the copy is, and that they may hold acknowledged changes; it
+// never says nothing acknowledged was in them (it did, as a warning).
+func TestDataDirDamageLogged(t *testing.T) {
+	dir := t.TempDir()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	for _, h := range []string{"@alice", "@bob", "@carol", "@dave", "@erin"} {
+		newAccount(t, srv, h)
+	}
+	srv.Close()
+	path := filepath.Join(dir, journal.JournalFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := journal.Decode(b)
+	if err != nil || len(recs) < 5 {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	b[8+8+3] ^= 0x01 // inside the first record's payload
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	if n := len(srv2.Snapshot().Accounts); n != 0 {
+		t.Errorf("%d accounts after the damage in the first record", n)
+	}
+	mu.Lock()
+	got := logged.String()
+	mu.Unlock()
+	saved := filepath.Join(dir, journal.DamagedFile)
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "records="+strconv.Itoa(len(recs)-1)) ||
+		!strings.Contains(got, saved) || !strings.Contains(got, "acknowledged") || strings.Contains(got, "nothing acknowledged") {
+		t.Fatalf("the log after damage before %d complete records:\n%s", len(recs)-1, got)
+	}
+	if st, err := os.Stat(saved); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
+		t.Fatalf("the saved copy: %v", err)
 	}
 }
