@@ -1059,6 +1059,10 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		s.log.Error("data directory: damaged journal: dropped the bad record and every byte after it, complete records included; they may hold acknowledged changes (if so, restore a backup); the server starts from the records before it, and a copy of what was dropped is saved",
 			"data", dir, "file", d.File, "offset", d.Offset, "bytes", d.Bytes, "records", records, "saved", d.Saved)
 	}
+	for _, l := range c.Loose {
+		s.log.Warn("data directory: readable or writable by group or others, though it holds webhook secrets and API key hashes; the server changes no mode: run the chmod",
+			"path", l.Path, "mode", fmt.Sprintf("%04o", l.Mode), "chmod", l.Chmod)
+	}
 	if len(c.Damage) == 0 && c.Dropped > 0 {
 		s.log.Warn("data directory: dropped a torn tail, the part of a write a crash interrupted (nothing acknowledged was in it)", "data", dir, "bytes", c.Dropped)
 	}
@@ -1126,7 +1130,8 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 }
 
 // WithDataDir keeps the server's state in directory dir (created 0700 if
-// missing; its files are 0600), so that it survives a restart and a crash:
+// missing; the files it writes are 0600; a looser mode it finds is kept
+// and warned about at start), so that it survives a restart and a crash:
 // every answer is written only once its effect is fsynced there. A
 // second server on the same directory is refused. Without it nothing
 // touches the disk. See docs/fakeserver.md, "A data directory".

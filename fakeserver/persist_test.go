@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -551,5 +552,62 @@ func TestDataDirDamageLogged(t *testing.T) {
 	}
 	if st, err := os.Stat(saved); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
 		t.Fatalf("the saved copy: %v", err)
+	}
+}
+
+// TestDataDirLooseModesWarned: a data directory readable by others (an
+// existing one, 0755) and a snapshot restored as 0644 stay as they are
+// (the server changes no mode), but the start warns, naming each path,
+// its mode and the chmod that fixes it: they hold webhook secrets and
+// key hashes. A directory the server made (0700, files 0600) gets none.
+func TestDataDirLooseModesWarned(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no unix modes")
+	}
+	dir := filepath.Join(t.TempDir(), "data") // the server makes it
+	logTo := func() (*slog.Logger, func() string) {
+		var logged strings.Builder
+		var mu sync.Mutex
+		return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return logged.Write(p)
+			}), nil)), func() string {
+				mu.Lock()
+				defer mu.Unlock()
+				return logged.String()
+			}
+	}
+	logger, got := logTo()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	newAccount(t, srv, "@alice")
+	srv.Close()
+	if strings.Contains(got(), "chmod") {
+		t.Fatalf("a directory the server made was warned about:\n%s", got())
+	}
+	snap := filepath.Join(dir, journal.SnapshotFile)
+	for path, mode := range map[string]os.FileMode{dir: 0o755, snap: 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logger, got = logTo()
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	if n := len(srv2.Snapshot().Accounts); n != 1 {
+		t.Fatalf("%d accounts after the restart", n)
+	}
+	out := got()
+	for _, want := range []string{"chmod 700 " + dir, "chmod 600 " + snap, "mode=0755", "mode=0644"} {
+		if !strings.Contains(out, want) || !strings.Contains(out, "level=WARN") {
+			t.Errorf("the start's log does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "chmod 600 "+filepath.Join(dir, journal.JournalFile)) {
+		t.Errorf("the journal (0600) was warned about:\n%s", out)
+	}
+	for path, mode := range map[string]os.FileMode{dir: 0o755, snap: 0o644} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != mode {
+			t.Errorf("%s: mode changed to %v (%v)", path, st.Mode().Perm(), err)
+		}
 	}
 }

@@ -78,6 +78,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -242,6 +243,55 @@ type Contents struct {
 	// Damage is each journal file whose dropped bytes held complete
 	// records after the bad one: not a torn tail (see Damage).
 	Damage []Damage
+	// Loose is the directory and each file in it that its group or
+	// others may read or write (an existing directory, a file copied
+	// in): Open creates the directory 0700 and its files 0600, but
+	// changes no mode it finds. None off unix.
+	Loose []Loose
+}
+
+// Loose is a path of the data directory whose mode lets its group or
+// others read or write it, and the chmod that fixes it.
+type Loose struct {
+	Path  string
+	Mode  os.FileMode // its permission bits
+	Chmod string      // "chmod 700 DIR" or "chmod 600 FILE"
+}
+
+// looseModes lists dir and the files in it whose mode lets the group or
+// others read or write them (mode & 0o066; execute alone lets nothing be
+// read).
+func looseModes(dir string) ([]Loose, error) {
+	if runtime.GOOS == "windows" {
+		return nil, nil
+	}
+	var out []Loose
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m := st.Mode().Perm(); m&0o066 != 0 {
+		out = append(out, Loose{Path: dir, Mode: m, Chmod: "chmod 700 " + dir})
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		path := filepath.Join(dir, e.Name())
+		if m := fi.Mode().Perm(); m&0o066 != 0 {
+			fix := "chmod 600 "
+			if fi.IsDir() {
+				fix = "chmod 700 "
+			}
+			out = append(out, Loose{Path: path, Mode: m, Chmod: fix + path})
+		}
+	}
+	return out, nil
 }
 
 // Damage is a bad record in a journal that complete, valid records
@@ -280,6 +330,13 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	j := &Journal{dir: dir, noSync: noSync, lock: lk, rewriteAt: DefaultRewriteAt}
 	j.cond.L = &j.mu
 	c, err := j.load()
+	if err == nil {
+		c.Loose, err = looseModes(dir)
+		if err != nil {
+			err = fmt.Errorf("journal: %w", err)
+			j.f.f.Close()
+		}
+	}
 	if err != nil {
 		lk.Close()
 		return nil, nil, err
