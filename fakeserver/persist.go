@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -662,12 +663,17 @@ func (s *Server) appendLocked(b *batch, enter *slot) mark {
 	if len(s.q.items) > 0 {
 		w := wbuf{b: s.q.buffer()}
 		b.appendTo(&w)
-		return s.queueLocked(w.done())
+		m := s.queueLocked(w.done())
+		s.q.items[len(s.q.items)-1].reset = b.Reset
+		return m
 	}
 	w := &s.rec.w
 	w.b, w.err = w.b[:0], nil
 	b.appendTo(w)
 	m := mark{seq: s.jr.Append(w.done())}
+	if b.Reset {
+		s.jr.FoldSoon() // the records before it leave the directory (persist_rewrite.go)
+	}
 	s.rewriteLocked()
 	return m
 }
@@ -780,6 +786,8 @@ type loaded struct {
 	// it forgot a deleted webhook's id past the 30 days without a record,
 	// so its load does as it did (hooks.Restore). A reset record keeps it.
 	passTimes bool
+	// resets counts the reset records read (a snapshot starts with one).
+	resets int
 }
 
 func newLoaded() *loaded {
@@ -1041,7 +1049,21 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if c.Dropped > 0 {
+	for _, d := range c.Damage {
+		// Complete records after a bad one: a power loss mid-flush, or
+		// damage to what was acknowledged. Never called a torn tail.
+		records := strconv.Itoa(d.Records)
+		if d.Partial {
+			records = "at least " + records
+		}
+		s.log.Error("data directory: damaged journal: dropped the bad record and every byte after it, complete records included; they may hold acknowledged changes (if so, restore a backup); the server starts from the records before it, and a copy of what was dropped is saved",
+			"data", dir, "file", d.File, "offset", d.Offset, "bytes", d.Bytes, "records", records, "saved", d.Saved)
+	}
+	for _, l := range c.Loose {
+		s.log.Warn("data directory: readable or writable by group or others, though it holds webhook secrets and API key hashes; the server changes no mode: run the chmod",
+			"path", l.Path, "mode", fmt.Sprintf("%04o", l.Mode), "chmod", l.Chmod)
+	}
+	if len(c.Damage) == 0 && c.Dropped > 0 {
 		s.log.Warn("data directory: dropped a torn tail, the part of a write a crash interrupted (nothing acknowledged was in it)", "data", dir, "bytes", c.Dropped)
 	}
 	if s.opts.dataRewriteAt > 0 {
@@ -1059,8 +1081,11 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 	l := newLoaded()
 	s.hooks.Track()
 	s.idempotent.Track()
-	n := 0
-	for _, recs := range [][][]byte{c.Snapshot, c.Journal} {
+	n, snapResets := 0, 0
+	for i, recs := range [][][]byte{c.Snapshot, c.Journal} {
+		if i == 1 {
+			snapResets = l.resets
+		}
 		for _, p := range recs {
 			n++
 			if err := decodeRecord(p, l); err != nil {
@@ -1085,9 +1110,11 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 			return fail(fmt.Errorf("data directory %s: %w", dir, err))
 		}
 	}
-	if n == 0 || !l.passTimes || jr.RewriteDue() {
+	if n == 0 || !l.passTimes || jr.RewriteDue() || l.resets > snapResets {
 		// A new directory gets its snapshot (a file of the current
-		// format); a long journal is folded into one; so is an older
+		// format); a long journal is folded into one, and so is one
+		// that holds a reset (the fold the reset started did not end:
+		// the state before it leaves the directory); so is an older
 		// build's directory (!l.passTimes), loaded as that build did,
 		// so that the records of this build's passes appended to it do
 		// not make the next load take it for one of this build's (which
@@ -1103,7 +1130,8 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 }
 
 // WithDataDir keeps the server's state in directory dir (created 0700 if
-// missing; its files are 0600), so that it survives a restart and a crash:
+// missing; the files it writes are 0600; a looser mode it finds is kept
+// and warned about at start), so that it survives a restart and a crash:
 // every answer is written only once its effect is fsynced there. A
 // second server on the same directory is refused. Without it nothing
 // touches the disk. See docs/fakeserver.md, "A data directory".

@@ -406,6 +406,7 @@ func encHead(w *wbuf, r *batch) {
 func decHead(d *dec, l *loaded) error {
 	if d.bool() {
 		l.reset()
+		l.resets++
 	}
 	l.now = d.time()
 	for i := range l.seq {

@@ -266,6 +266,7 @@ type queued struct {
 	slot   *slot
 	p      []byte
 	ticket uint64
+	reset  bool // p is a reset's record (journal.FoldSoon once appended)
 }
 
 // commitQueue holds records behind entered slots. items and issued are
@@ -395,8 +396,8 @@ func (s *Server) closeSlot(c *call, e *idempotency.Entry, rec *idempotency.Recor
 // keptSlot notes that c's answer, appended by closeSlot, is now kept in
 // the store (a snapshot shows it).
 func (s *Server) keptSlot(c *call) {
-	if c.slot != nil && c.slot.keeping {
-		s.q.keeping.Add(-1)
+	if c.slot != nil && c.slot.keeping && s.q.keeping.Add(-1) == 0 {
+		s.rewriteIfDue() // one this answer held back (a reset's fold)
 	}
 }
 
@@ -405,6 +406,7 @@ func (s *Server) keptSlot(c *call) {
 func (s *Server) drainLocked() {
 	group := s.q.group[:0]
 	var last uint64
+	reset := false
 	i := 0
 	for ; i < len(s.q.items); i++ {
 		it := s.q.items[i]
@@ -416,6 +418,7 @@ func (s *Server) drainLocked() {
 		}
 		if it.p != nil { // nil: a rewrite's barrier (persist_rewrite.go)
 			group = append(group, it.p)
+			reset = reset || it.reset
 		}
 		last = it.ticket
 	}
@@ -436,6 +439,9 @@ func (s *Server) drainLocked() {
 	// A group is its records one after the other (persist_codec.go),
 	// appended as one record.
 	seq := s.jr.AppendParts(group)
+	if reset {
+		s.jr.FoldSoon() // the records before it leave the directory (persist_rewrite.go)
+	}
 	s.q.release(group)
 	s.q.mu.Lock()
 	s.q.done, s.q.doneSeq = last, seq

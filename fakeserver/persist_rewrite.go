@@ -157,6 +157,7 @@ func (s *Server) startRewriteLocked() {
 // file). It stops without a snapshot when the server closes meanwhile.
 func (s *Server) fuzzyRewrite(p *rewritePlan) {
 	defer s.rewriting.Done()
+	defer s.rewriteIfDue() // a reset's fold this one could not be (see the end of the file)
 	jr := s.jr
 	rewriteChunk := cmp.Or(s.opts.dataRewriteChunk, rewriteChunk)
 	fail := func(err error) {
@@ -379,4 +380,30 @@ func (s *Server) waitTickets(ticket uint64) bool {
 		s.q.cond.Wait()
 	}
 	return true
+}
+
+// A reset empties the directory too, not only memory: the reset's
+// record, once appended (appendLocked, drainLocked), asks the journal
+// for a fold at once (journal.FoldSoon, which RewriteDue reports without
+// waiting for the journal to grow), and a rewrite that switches after
+// it leaves no byte of the earlier state in the directory: its snapshot
+// is taken after the switch, so after the reset, its journal begins at
+// the switch, and the old snapshot and journal are replaced by rename.
+// A rewrite that runs at the reset, or that keeps the journal.next of a
+// failed one begun before it, holds earlier records (its journal.next,
+// its chunks taken before the reset): the journal asks again when it
+// ends, and rewriteIfDue starts the next one then, as no commit may come
+// to start it. A start finds a reset in the journal (a crash or Close
+// before the fold) and folds (openDataDir). TestDataDirResetEmptiesDisk.
+
+// rewriteIfDue starts a rewrite that came due when no commit could start
+// one: as a rewrite ends, or when the last Idempotency-Key answer a
+// switch must not come between was kept (keptSlot).
+func (s *Server) rewriteIfDue() {
+	if s.jr == nil || s.jrDone.Load() || !s.jr.RewriteDue() {
+		return
+	}
+	s.mu.Mutex.Lock()
+	s.rewriteLocked()
+	s.mu.Mutex.Unlock()
 }

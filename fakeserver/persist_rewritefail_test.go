@@ -37,7 +37,7 @@ import (
 func TestDataDirRewriteFailureContinues(t *testing.T) {
 	for _, step := range []string{"switched", "chunk", "barrier", "snapshot-synced", "snapshot-renamed", "journal-renamed", "journal.next"} {
 		t.Run(step, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := filepath.Join(t.TempDir(), "data") // 0700: no warning about its mode
 			var logMu sync.Mutex
 			var logged strings.Builder
 			logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {

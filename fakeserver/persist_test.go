@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -499,5 +501,113 @@ func TestDataDirRestartClockBackwards(t *testing.T) {
 	srv2 := fakeserver.New(t, opts...)
 	if diff := cmp.Diff(before, srv2.Snapshot(), restartOptions); diff != "" {
 		t.Fatalf("state after restart (-before +after):\n%s", diff)
+	}
+}
+
+// TestDataDirDamageLogged: a byte flipped inside the journal's first
+// record, ahead of more complete records, is not a torn tail (a crash
+// tears only the last write): the server still starts from the records
+// before it, but saves the dropped bytes beside (journal.damaged, 0600)
+// and logs at ERROR how many bytes and complete records it dropped,
+// where the copy is, and that they may hold acknowledged changes; it
+// never says nothing acknowledged was in them (it did, as a warning).
+func TestDataDirDamageLogged(t *testing.T) {
+	dir := t.TempDir()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir))
+	for _, h := range []string{"@alice", "@bob", "@carol", "@dave", "@erin"} {
+		newAccount(t, srv, h)
+	}
+	srv.Close()
+	path := filepath.Join(dir, journal.JournalFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := journal.Decode(b)
+	if err != nil || len(recs) < 5 {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	b[8+8+3] ^= 0x01 // inside the first record's payload
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	if n := len(srv2.Snapshot().Accounts); n != 0 {
+		t.Errorf("%d accounts after the damage in the first record", n)
+	}
+	mu.Lock()
+	got := logged.String()
+	mu.Unlock()
+	saved := filepath.Join(dir, journal.DamagedFile)
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "records="+strconv.Itoa(len(recs)-1)) ||
+		!strings.Contains(got, saved) || !strings.Contains(got, "acknowledged") || strings.Contains(got, "nothing acknowledged") {
+		t.Fatalf("the log after damage before %d complete records:\n%s", len(recs)-1, got)
+	}
+	if st, err := os.Stat(saved); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
+		t.Fatalf("the saved copy: %v", err)
+	}
+}
+
+// TestDataDirLooseModesWarned: a data directory readable by others (an
+// existing one, 0755) and a snapshot restored as 0644 stay as they are
+// (the server changes no mode), but the start warns, naming each path,
+// its mode and the chmod that fixes it: they hold webhook secrets and
+// key hashes. A directory the server made (0700, files 0600) gets none.
+func TestDataDirLooseModesWarned(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no unix modes")
+	}
+	dir := filepath.Join(t.TempDir(), "data") // the server makes it
+	logTo := func() (*slog.Logger, func() string) {
+		var logged strings.Builder
+		var mu sync.Mutex
+		return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return logged.Write(p)
+			}), nil)), func() string {
+				mu.Lock()
+				defer mu.Unlock()
+				return logged.String()
+			}
+	}
+	logger, got := logTo()
+	srv := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	newAccount(t, srv, "@alice")
+	srv.Close()
+	if strings.Contains(got(), "chmod") {
+		t.Fatalf("a directory the server made was warned about:\n%s", got())
+	}
+	snap := filepath.Join(dir, journal.SnapshotFile)
+	for path, mode := range map[string]os.FileMode{dir: 0o755, snap: 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logger, got = logTo()
+	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	if n := len(srv2.Snapshot().Accounts); n != 1 {
+		t.Fatalf("%d accounts after the restart", n)
+	}
+	out := got()
+	for _, want := range []string{"chmod 700 " + dir, "chmod 600 " + snap, "mode=0755", "mode=0644"} {
+		if !strings.Contains(out, want) || !strings.Contains(out, "level=WARN") {
+			t.Errorf("the start's log does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "chmod 600 "+filepath.Join(dir, journal.JournalFile)) {
+		t.Errorf("the journal (0600) was warned about:\n%s", out)
+	}
+	for path, mode := range map[string]os.FileMode{dir: 0o755, snap: 0o644} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != mode {
+			t.Errorf("%s: mode changed to %v (%v)", path, st.Mode().Perm(), err)
+		}
 	}
 }

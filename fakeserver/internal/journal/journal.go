@@ -15,7 +15,9 @@
 // payload (never empty: a zero length is not a record). A zero length at
 // a record boundary is the journal's logical end; a record whose length,
 // checksum or body is incomplete or wrong ends the journal too. Non-zero
-// bytes after the end are a torn tail, dropped (and cut away) on Open.
+// bytes after the end are a torn tail, dropped (and cut away) on Open;
+// when complete records are among them (not the tear a crash leaves:
+// Damage), Open saves them to DamagedFile first and reports it.
 // The snapshot is only ever replaced whole (written beside, fsynced,
 // renamed), so a bad record in it is corruption and Open refuses it.
 //
@@ -76,6 +78,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -127,6 +130,10 @@ const (
 	// background; it is renamed to JournalFile once the snapshot is.
 	NextFile = "journal.next"
 	LockFile = "LOCK"
+	// DamagedFile is where Open saves the bytes it drops after a bad
+	// record that complete records follow (Damage): DamagedFile, or
+	// DamagedFile.1, .2, ... when it exists (never overwritten).
+	DamagedFile = "journal.damaged"
 )
 
 var (
@@ -173,7 +180,18 @@ type Journal struct {
 	// NextFile, which holds every record since that switch, is still the
 	// file appended to: the next BeginRewrite keeps it (no switch).
 	pending  bool
-	failures int   // rewrites that failed in a row (the backoff's exponent)
+	failures int // rewrites that failed in a row (the backoff's exponent)
+	// switchedAt is the last record appended before the last switch to
+	// a new NextFile (BeginRewrite): that file holds only later records.
+	switchedAt uint64
+	// purgeTo, when not zero, is the last record of those FoldSoon asked
+	// to leave the directory: until a rewrite whose switch came after it
+	// stands (switchedAt >= purgeTo) or Rewrite runs. purgeNow makes
+	// RewriteDue report true for it (set by FoldSoon, and again by a
+	// rewrite that stood but kept such records; cleared when a rewrite
+	// begins, so that a failed one is retried after the backoff alone).
+	purgeTo  uint64
+	purgeNow bool
 	retryAt  int64 // after a failure: RewriteDue waits until size reaches it
 	oldSnap  int64 // snapSize when the running rewrite began (restored if it fails)
 
@@ -213,17 +231,89 @@ type jfile struct {
 }
 
 // Contents is what Open read: the snapshot's records, then the journal's,
-// in order, and whether a torn tail was dropped.
+// in order, and what it dropped.
 type Contents struct {
 	Snapshot, Journal [][]byte
-	// Dropped is how many bytes of torn tail the journal lost: the
-	// non-zero bytes after its records (zeros there are the
-	// preallocated rest of the file).
+	// Dropped is how many bytes after the journals' last good records
+	// Open dropped: in a version 4 journal up to its last non-zero byte
+	// (zeros after the records are its preallocated rest); in a version
+	// 2 or 3 one every byte (that format wrote no zeros there: they are
+	// the rest of a torn write). Damage's bytes included.
 	Dropped int64
+	// Damage is each journal file whose dropped bytes held complete
+	// records after the bad one: not a torn tail (see Damage).
+	Damage []Damage
+	// Loose is the directory and each file in it that its group or
+	// others may read or write (an existing directory, a file copied
+	// in): Open creates the directory 0700 and its files 0600, but
+	// changes no mode it finds. None off unix.
+	Loose []Loose
+}
+
+// Loose is a path of the data directory whose mode lets its group or
+// others read or write it, and the chmod that fixes it.
+type Loose struct {
+	Path  string
+	Mode  os.FileMode // its permission bits
+	Chmod string      // "chmod 700 DIR" or "chmod 600 FILE"
+}
+
+// looseModes lists dir and the files in it whose mode lets the group or
+// others read or write them (mode & 0o066; execute alone lets nothing be
+// read).
+func looseModes(dir string) ([]Loose, error) {
+	if runtime.GOOS == "windows" {
+		return nil, nil
+	}
+	var out []Loose
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m := st.Mode().Perm(); m&0o066 != 0 {
+		out = append(out, Loose{Path: dir, Mode: m, Chmod: "chmod 700 " + dir})
+	}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range es {
+		fi, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		path := filepath.Join(dir, e.Name())
+		if m := fi.Mode().Perm(); m&0o066 != 0 {
+			fix := "chmod 600 "
+			if fi.IsDir() {
+				fix = "chmod 700 "
+			}
+			out = append(out, Loose{Path: path, Mode: m, Chmod: fix + path})
+		}
+	}
+	return out, nil
+}
+
+// Damage is a bad record in a journal that complete, valid records
+// follow. A crash (kill -9) tears only the last flush's write, and a
+// power loss only the last flush's (whose pages may reach the disk out
+// of order), so this is either a power loss mid-flush or corruption of
+// records that may have been acknowledged. Open still starts from the
+// records before it, and saves the dropped bytes beside first.
+type Damage struct {
+	File    string // the journal file's name (JournalFile or NextFile)
+	Offset  int64  // where the bad record starts in it
+	Bytes   int64  // the bytes dropped from there
+	Records int    // complete records found among them (a scan of each offset)
+	// Partial is set when the scan stopped before the end (it checksums
+	// at most a bounded multiple of Bytes): Records is a lower bound.
+	Partial bool
+	Saved   string // the path of the saved copy of the dropped bytes (0600)
 }
 
 // Open locks dir (creating it 0700 if needed), reads its snapshot and
-// journals, drops a torn tail from the journal, and opens the journal for
+// journals, drops a torn tail from the journal (saving it first when
+// complete records follow the bad one: Contents.Damage), and opens the journal for
 // appending. A second Open of the same directory, from this process or
 // another, fails while the first is open. When Open found the traces of
 // a rewrite a crash interrupted (two journals) or a version 2 or 3 directory,
@@ -240,6 +330,13 @@ func Open(dir string, noSync bool) (*Journal, *Contents, error) {
 	j := &Journal{dir: dir, noSync: noSync, lock: lk, rewriteAt: DefaultRewriteAt}
 	j.cond.L = &j.mu
 	c, err := j.load()
+	if err == nil {
+		c.Loose, err = looseModes(dir)
+		if err != nil {
+			err = fmt.Errorf("journal: %w", err)
+			j.f.f.Close()
+		}
+	}
 	if err != nil {
 		lk.Close()
 		return nil, nil, err
@@ -279,6 +376,7 @@ type journalFile struct {
 	size int64
 	torn int64  // bytes of torn tail: from good to its last non-zero byte
 	made *jfile // the file newJournalFile made (nil: one found)
+	data []byte // its bytes after good, up to its last non-zero one (torn of them)
 }
 
 func (j *Journal) load() (c *Contents, err error) {
@@ -355,6 +453,7 @@ func (j *Journal) load() (c *Contents, err error) {
 		}
 		jf.recs, jf.good, _ = Decode(data)
 		jf.torn = tornTail(data, jf.good)
+		jf.data = data[jf.good : jf.good+jf.torn]
 	}
 	// Which journals follow the snapshot: those of its generation and
 	// the next, in order; an older one is stale (the snapshot holds it).
@@ -375,6 +474,23 @@ func (j *Journal) load() (c *Contents, err error) {
 			return nil, fmt.Errorf("journal: %s is corrupt at byte %d of %d, and %s follows it", jf.name, jf.good, jf.size, live[i+1].name)
 		}
 		c.Journal = append(c.Journal, jf.recs...)
+		// What is dropped (cut from the file appends go to, or folded
+		// away with the other): complete records among it are damage,
+		// saved before anything is cut.
+		c.Dropped += jf.torn
+		if jf.hdr.version < Version && jf.good >= 8 {
+			c.Dropped += jf.size - jf.good - jf.torn // a legacy file's zeros after its records
+		}
+		if jf.torn > 0 {
+			if n, partial := recordsIn(jf.data); n > 0 || partial {
+				path, err := j.saveDamaged(jf.data)
+				if err != nil {
+					return nil, fmt.Errorf("journal: saving the damaged part of %s: %w", filepath.Join(j.dir, jf.name), err)
+				}
+				c.Damage = append(c.Damage, Damage{File: jf.name, Offset: jf.good, Bytes: jf.torn, Records: n, Partial: partial, Saved: path})
+			}
+		}
+		jf.data = nil
 	}
 	if haveSnap && snapHdr.version < Version {
 		j.fold = true
@@ -401,11 +517,10 @@ func (j *Journal) load() (c *Contents, err error) {
 		act = live[1]
 		j.fold = true
 	}
-	af, dropped, err := j.openActive(act)
+	af, err := j.openActive(act)
 	if err != nil {
 		return nil, err
 	}
-	c.Dropped = dropped
 	if len(live) == 1 && act.name == NextFile {
 		// The rewrite's snapshot is in place; its last step was not.
 		if err := os.Rename(filepath.Join(j.dir, NextFile), filepath.Join(j.dir, JournalFile)); err != nil {
@@ -439,21 +554,20 @@ func (j *Journal) load() (c *Contents, err error) {
 // cut and the cut fsynced before the file is extended with zeros again,
 // so that no byte of the tail can be read back as a record after a later
 // crash; a version 4 file is then preallocated (a version 2 or 3 one
-// keeps no byte after its records). It returns the file's layout and how
-// many bytes of torn tail it dropped.
-func (j *Journal) openActive(act *journalFile) (*jfile, int64, error) {
+// keeps no byte after its records). It returns the file's layout.
+func (j *Journal) openActive(act *journalFile) (*jfile, error) {
 	if act.made != nil {
-		return act.made, 0, nil
+		return act.made, nil
 	}
 	af := &jfile{f: act.f, end: act.good, alloc: act.size, chunk: firstChunk(act.good)}
-	fail := func(err error) (*jfile, int64, error) { return nil, 0, fmt.Errorf("journal: %w", err) }
+	fail := func(err error) (*jfile, error) { return nil, fmt.Errorf("journal: %w", err) }
 	switch {
 	case act.good < 8: // a torn header: write it whole
 		if err := act.f.Truncate(0); err != nil {
 			return fail(err)
 		}
 		if err := writeHeaderAt(act.f, Version, act.hdr.gen); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		act.hdr.version = Version
 		af.end, af.alloc = 8, 8
@@ -483,7 +597,83 @@ func (j *Journal) openActive(act *journalFile) (*jfile, int64, error) {
 			return fail(err)
 		}
 	}
-	return af, act.torn, nil
+	return af, nil
+}
+
+// recordsIn counts the complete, valid records in data, the bytes after
+// a journal's good prefix (its first frame is bad): at each offset past
+// the first, a frame whose length fits and whose checksum matches, then
+// the frames that follow it, the scan going on after each. A frame of
+// more than 4 KiB counts only when what follows it could be a frame or
+// the end (random bytes read as a length would cost a checksum of up to
+// MaxRecord each). partial: the scan stopped once it had checksummed
+// 16 times data's size (and 64 MiB), so more may follow.
+func recordsIn(data []byte) (n int, partial bool) {
+	budget := 16*int64(len(data)) + 64<<20
+	fits := func(off int) (uint32, bool) { // a length at off whose record fits in data
+		if len(data)-off < 8 {
+			return 0, false
+		}
+		m := binary.LittleEndian.Uint32(data[off:])
+		return m, m > 0 && m <= MaxRecord && uint64(len(data)-off-8) >= uint64(m)
+	}
+	for off := 1; off+8 < len(data); {
+		m, ok := fits(off)
+		if !ok {
+			off++
+			continue
+		}
+		end := off + 8 + int(m)
+		if _, next := fits(end); m > 4<<10 && len(data)-end >= 4 && !next && binary.LittleEndian.Uint32(data[end:]) != 0 {
+			off++ // neither a frame, nor the end, nor zeros follow it
+			continue
+		}
+		if budget -= int64(m); budget < 0 {
+			return n, true
+		}
+		if crc32.Checksum(data[off+8:end], crcT) != binary.LittleEndian.Uint32(data[off+4:]) {
+			off++
+			continue
+		}
+		n++
+		off = end
+	}
+	return n, false
+}
+
+// saveDamaged writes b to a new file beside the journal, DamagedFile
+// (DamagedFile.1, .2, ... when that exists: never over an earlier one),
+// 0600, fsynced with the directory unless noSync, and returns its path.
+func (j *Journal) saveDamaged(b []byte) (string, error) {
+	for i := 0; i < 1000; i++ {
+		path := filepath.Join(j.dir, DamagedFile)
+		if i > 0 {
+			path = fmt.Sprintf("%s.%d", path, i)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(b)
+		if err == nil {
+			err = j.fullSync(f)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && !j.noSync {
+			err = syncDir(j.dir)
+		}
+		if err != nil {
+			_ = os.Remove(path)
+			return "", err
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("%s through %s.999 exist", DamagedFile, DamagedFile)
 }
 
 // newJournalFile makes an empty journal of generation gen, named
@@ -689,7 +879,23 @@ func (j *Journal) checkDueLocked() {
 	if j.failures > 0 {
 		grown = j.size >= j.retryAt
 	}
-	j.due.Store(!j.rewriting && (j.fold || grown))
+	j.due.Store(!j.rewriting && (j.fold || grown || j.purgeNow))
+}
+
+// FoldSoon asks for a rewrite that leaves none of the records appended
+// so far in the directory's files (the server calls it once a reset's
+// record is appended: the records before it must go). RewriteDue
+// reports true at once, even during a failed rewrite's backoff, and
+// again after a rewrite that stood but kept some of them (one that kept
+// the NextFile of a failed rewrite begun before them), until a rewrite
+// whose switch came after them stands, or Rewrite runs. Such a rewrite
+// that fails is retried as any (after the backoff). The old files are
+// replaced by rename: their blocks are freed, not overwritten.
+func (j *Journal) FoldSoon() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.purgeTo, j.purgeNow = j.appended, true
+	j.checkDueLocked()
 }
 
 // maxBackoff caps the doubling of the growth a retry waits for after
@@ -1030,6 +1236,8 @@ func (j *Journal) Rewrite(records func(emit func([]byte))) error {
 	j.f.f.Close()
 	j.f, j.gen, j.dirSync, j.fold = jf, gen, nil, false
 	j.pending, j.failures = false, 0
+	j.purgeTo, j.purgeNow = 0, false // every record is in the snapshot alone
+	j.switchedAt = j.appended
 	j.buf = j.buf[:0]
 	j.synced = j.appended
 	j.durable.Store(j.synced)
@@ -1088,6 +1296,7 @@ func (j *Journal) BeginRewrite() error {
 		return errNoRewrite
 	}
 	j.oldSnap = j.snapSize
+	j.purgeNow = false // this one, or its failure's backoff
 	if j.pending {
 		j.rewriting = true
 		j.checkDueLocked()
@@ -1110,6 +1319,7 @@ func (j *Journal) BeginRewrite() error {
 		return fmt.Errorf("journal: rewrite: %w", err)
 	}
 	j.rewriting = true // no other rewrite; RewriteDue false
+	j.switchedAt = j.appended
 	j.retired = &retiredFile{f: j.f, buf: j.buf, upTo: j.appended}
 	j.buf = nil
 	// NextFile is preallocated by the first flush to it (extend), not
@@ -1273,6 +1483,13 @@ func (j *Journal) finishRewrite(recs [][]byte, err error) error {
 	defer j.mu.Unlock()
 	j.rewriting, j.pending, j.failures = false, false, 0
 	j.snapSize = size
+	if j.purgeTo > 0 {
+		if j.switchedAt >= j.purgeTo {
+			j.purgeTo = 0 // gone from every file
+		} else {
+			j.purgeNow = true // kept (in a failed rewrite's NextFile): once more, switching now
+		}
+	}
 	if err != nil {
 		err = &stoodError{fmt.Errorf("journal: rewrite: %w", err)}
 	}

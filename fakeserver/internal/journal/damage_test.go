@@ -1,0 +1,101 @@
+package journal
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestDamageBeforeRecordsSaved: a byte flipped inside the first record,
+// ahead of four valid ones, is not a torn tail (a crash tears only the
+// last flush): Open still starts from the records before it, but first
+// saves the dropped bytes beside (journal.damaged, 0600) and reports how
+// many complete records were among them (before: reported as a torn tail,
+// nothing kept). A second damage later is saved under a fresh name.
+func TestDamageBeforeRecordsSaved(t *testing.T) {
+	data := encodeRecs("first", "second", "third", "fourth", "fifth")
+	data[8+8+2] ^= 0x40 // inside "first"'s payload
+	data = append(data, make([]byte, 1000)...)
+	dir, j, c := openFile(t, data)
+	wantLoaded(t, c, int64(len(encodeRecs("first", "second", "third", "fourth", "fifth"))-8), nil)
+	if len(c.Damage) != 1 {
+		t.Fatalf("damage %+v: four complete records followed the bad one", c.Damage)
+	}
+	d := c.Damage[0]
+	if d.File != JournalFile || d.Offset != 8 || d.Records != 4 || d.Saved != filepath.Join(dir, DamagedFile) {
+		t.Fatalf("damage %+v, want journal at byte 8, 4 records, saved as %s", d, DamagedFile)
+	}
+	saved, err := os.ReadFile(d.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := data[8 : 8+c.Dropped]; !bytes.Equal(saved, want) {
+		t.Fatalf("saved %q, want the dropped bytes %q", saved, want)
+	}
+	if st, err := os.Stat(d.Saved); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the saved file: %v, mode %v", err, st.Mode().Perm())
+	}
+	j.Close()
+
+	// Damage again: an earlier saved copy is never overwritten.
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j2, c2, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if len(c2.Damage) != 1 || c2.Damage[0].Saved != filepath.Join(dir, DamagedFile+".1") {
+		t.Fatalf("second damage: %+v, want it saved as %s.1", c2.Damage, DamagedFile)
+	}
+	if again, err := os.ReadFile(filepath.Join(dir, DamagedFile)); err != nil || !bytes.Equal(again, saved) {
+		t.Fatalf("the first saved copy changed: %v", err)
+	}
+}
+
+// TestDamagedLengthResyncs: a record whose length field is damaged (its
+// extent unknown) is still followed by records the scan finds.
+func TestDamagedLengthResyncs(t *testing.T) {
+	data := encodeRecs("one", "two", "three", "four")
+	good := len(encodeRecs("one"))
+	data[good] = 0xff // "two"'s length: past the file
+	_, _, c := openFile(t, data)
+	if len(c.Damage) != 1 || c.Damage[0].Records != 2 || c.Damage[0].Offset != int64(good) {
+		t.Fatalf("damage %+v, want 2 records after byte %d", c.Damage, good)
+	}
+	if got := strs(c.Journal); !slices.Equal(got, []string{"one"}) {
+		t.Fatalf("loaded %q", got)
+	}
+}
+
+// TestTornTailNoDamage: a torn tail (no complete record after the bad
+// one, zeros after it or not) is no damage: nothing saved.
+func TestTornTailNoDamage(t *testing.T) {
+	for _, data := range [][]byte{
+		slices.Concat(encodeRecs("one", "two"), tornRecord(), make([]byte, 5000)),
+		slices.Concat(encodeRecs("one", "two"), tornRecord()),
+		slices.Concat(encodeRecs("one", "two"), encodeRecs("three")[8:14]),
+	} {
+		dir, _, c := openFile(t, data)
+		if len(c.Damage) != 0 || c.Dropped == 0 {
+			t.Fatalf("damage %+v, dropped %d: want a torn tail", c.Damage, c.Dropped)
+		}
+		if _, err := os.Stat(filepath.Join(dir, DamagedFile)); !os.IsNotExist(err) {
+			t.Fatalf("a torn tail was saved: %v", err)
+		}
+	}
+}
+
+// TestLegacyZerosCountDropped: zeros cut after a version 3 journal's
+// records (no zeros were ever written there: the rest of a torn write)
+// count in Dropped.
+func TestLegacyZerosCountDropped(t *testing.T) {
+	data := encodeRecs("one")
+	data[3] = 3
+	data = append(data, 0, 0, 0) // less than a record's header
+	_, _, c := openFile(t, data)
+	wantLoaded(t, c, 3, []string{"one"})
+}
