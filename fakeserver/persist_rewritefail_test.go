@@ -242,6 +242,9 @@ func TestDataDirRewriteRetryForgets(t *testing.T) {
 				if tc.forget != "reset" {
 					send(t, ac, "@bob", "0.04")
 				}
+				// A reset folds at once, in the background: the copy
+				// below stands for a kill -9 only with no fold running.
+				fakeserver.WaitRewrite(srv)
 			}
 			pendingWant := viewOf(t, srv)
 			pending := t.TempDir()
