@@ -99,3 +99,60 @@ func TestLegacyZerosCountDropped(t *testing.T) {
 	_, _, c := openFile(t, data)
 	wantLoaded(t, c, 3, []string{"one"})
 }
+
+// TestDamageLastRecordEndsInZeros: the last record after the bad one has
+// a payload ending in zero bytes, which look like the preallocated zeros
+// after a journal's records. It is still counted, saved whole and
+// reported (before: the scan stopped at the last non-zero byte, so such
+// a record was cut off: with it alone after the bad one, no Damage was
+// reported and the complete record was dropped as a torn tail; with two,
+// one was counted and the copy lacked its last byte).
+func TestDamageLastRecordEndsInZeros(t *testing.T) {
+	for _, tc := range []struct {
+		recs    []string
+		records int
+	}{
+		{[]string{"first", "second\x00\x00"}, 1},
+		{[]string{"first", "second", "third\x00"}, 2},
+	} {
+		full := encodeRecs(tc.recs...)
+		data := slices.Clone(full)
+		data[8+8+2] ^= 0x40 // inside "first"'s payload
+		data = append(data, make([]byte, 1000)...)
+		_, _, c := openFile(t, data)
+		if len(c.Damage) != 1 || c.Damage[0].Records != tc.records || c.Damage[0].Bytes != int64(len(full)-8) {
+			t.Fatalf("%q: damage %+v, want %d records in %d bytes", tc.recs, c.Damage, tc.records, len(full)-8)
+		}
+		if c.Dropped != int64(len(full)-8) {
+			t.Fatalf("%q: dropped %d, want %d", tc.recs, c.Dropped, len(full)-8)
+		}
+		saved, err := os.ReadFile(c.Damage[0].Saved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(saved, data[8:len(full)]) {
+			t.Fatalf("%q: saved %q, want %q", tc.recs, saved, data[8:len(full)])
+		}
+	}
+}
+
+// TestDamageBudgetNoneFound: bytes after the bad record that spend the
+// scan's budget (a length of 4 KiB at every fourth byte, no checksum
+// matching) with no complete record found are a torn tail: no Damage,
+// nothing saved (before: reported as damage of "at least 0" records).
+func TestDamageBudgetNoneFound(t *testing.T) {
+	junk := make([]byte, 1<<20)
+	for i := 0; i+4 <= len(junk); i += 4 {
+		junk[i+1] = 0x10 // 4096, little-endian
+	}
+	if n, _, partial := recordsIn(junk); n != 0 || !partial {
+		t.Fatalf("recordsIn: %d records, partial %v: want the budget spent with none found", n, partial)
+	}
+	dir, _, c := openFile(t, slices.Concat(encodeRecs("one"), junk))
+	if len(c.Damage) != 0 || c.Dropped == 0 {
+		t.Fatalf("damage %+v, dropped %d: want a torn tail", c.Damage, c.Dropped)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DamagedFile)); !os.IsNotExist(err) {
+		t.Fatalf("a torn tail was saved: %v", err)
+	}
+}

@@ -453,7 +453,7 @@ func (j *Journal) load() (c *Contents, err error) {
 		}
 		jf.recs, jf.good, _ = Decode(data)
 		jf.torn = tornTail(data, jf.good)
-		jf.data = data[jf.good : jf.good+jf.torn]
+		jf.data = data[jf.good:] // zeros included: a record may end in them
 	}
 	// Which journals follow the snapshot: those of its generation and
 	// the next, in order; an older one is stale (the snapshot holds it).
@@ -476,19 +476,26 @@ func (j *Journal) load() (c *Contents, err error) {
 		c.Journal = append(c.Journal, jf.recs...)
 		// What is dropped (cut from the file appends go to, or folded
 		// away with the other): complete records among it are damage,
-		// saved before anything is cut.
+		// saved before anything is cut. The last of them may end in
+		// zero bytes, past the torn tail's last non-zero byte.
+		var damage *Damage
+		if jf.torn > 0 {
+			if n, end, partial := recordsIn(jf.data); n > 0 {
+				jf.torn = max(jf.torn, int64(end))
+				damage = &Damage{File: jf.name, Offset: jf.good, Bytes: jf.torn, Records: n, Partial: partial}
+			}
+		}
 		c.Dropped += jf.torn
 		if jf.hdr.version < Version && jf.good >= 8 {
 			c.Dropped += jf.size - jf.good - jf.torn // a legacy file's zeros after its records
 		}
-		if jf.torn > 0 {
-			if n, partial := recordsIn(jf.data); n > 0 || partial {
-				path, err := j.saveDamaged(jf.data)
-				if err != nil {
-					return nil, fmt.Errorf("journal: saving the damaged part of %s: %w", filepath.Join(j.dir, jf.name), err)
-				}
-				c.Damage = append(c.Damage, Damage{File: jf.name, Offset: jf.good, Bytes: jf.torn, Records: n, Partial: partial, Saved: path})
+		if damage != nil {
+			path, err := j.saveDamaged(jf.data[:jf.torn])
+			if err != nil {
+				return nil, fmt.Errorf("journal: saving the damaged part of %s: %w", filepath.Join(j.dir, jf.name), err)
 			}
+			damage.Saved = path
+			c.Damage = append(c.Damage, *damage)
 		}
 		jf.data = nil
 	}
@@ -606,10 +613,16 @@ func (j *Journal) openActive(act *journalFile) (*jfile, error) {
 // the frames that follow it, the scan going on after each. A frame of
 // more than 4 KiB counts only when what follows it could be a frame or
 // the end (random bytes read as a length would cost a checksum of up to
-// MaxRecord each). partial: the scan stopped once it had checksummed
-// 16 times data's size (and 64 MiB), so more may follow.
-func recordsIn(data []byte) (n int, partial bool) {
-	budget := 16*int64(len(data)) + 64<<20
+// MaxRecord each). end is where the last record found ends (a record's
+// payload may end in zero bytes: data runs on to the end of the file,
+// its zeros included, though no record starts among the zeros after its
+// last non-zero byte). partial: the scan stopped once it had checksummed
+// 16 times the bytes up to that last non-zero byte (and 64 MiB), so
+// more may follow; the caller reports damage only when n > 0 (a budget
+// spent with none found is a torn tail like any other).
+func recordsIn(data []byte) (n, end int, partial bool) {
+	last := int(tornTail(data, 0)) // no record starts at or past it (a length is not zero)
+	budget := 16*int64(last) + 64<<20
 	fits := func(off int) (uint32, bool) { // a length at off whose record fits in data
 		if len(data)-off < 8 {
 			return 0, false
@@ -617,28 +630,28 @@ func recordsIn(data []byte) (n int, partial bool) {
 		m := binary.LittleEndian.Uint32(data[off:])
 		return m, m > 0 && m <= MaxRecord && uint64(len(data)-off-8) >= uint64(m)
 	}
-	for off := 1; off+8 < len(data); {
+	for off := 1; off < last && off+8 < len(data); {
 		m, ok := fits(off)
 		if !ok {
 			off++
 			continue
 		}
-		end := off + 8 + int(m)
-		if _, next := fits(end); m > 4<<10 && len(data)-end >= 4 && !next && binary.LittleEndian.Uint32(data[end:]) != 0 {
+		e := off + 8 + int(m)
+		if _, next := fits(e); m > 4<<10 && len(data)-e >= 4 && !next && binary.LittleEndian.Uint32(data[e:]) != 0 {
 			off++ // neither a frame, nor the end, nor zeros follow it
 			continue
 		}
 		if budget -= int64(m); budget < 0 {
-			return n, true
+			return n, end, true
 		}
-		if crc32.Checksum(data[off+8:end], crcT) != binary.LittleEndian.Uint32(data[off+4:]) {
+		if crc32.Checksum(data[off+8:e], crcT) != binary.LittleEndian.Uint32(data[off+4:]) {
 			off++
 			continue
 		}
 		n++
-		off = end
+		off, end = e, e
 	}
-	return n, false
+	return n, end, false
 }
 
 // saveDamaged writes b to a new file beside the journal, DamagedFile
