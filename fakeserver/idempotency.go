@@ -83,6 +83,9 @@ func (s *Server) serveIdempotent(c *call, rt *route) {
 		settled = true
 		if rec != nil {
 			s.closeSlot(c, e, rec) // first: a replay that sees it kept waits for its record
+			if s.testHook != nil {
+				s.testHook("keyed-closed") // its answer appended, not yet kept
+			}
 			st.Keep(e, a)
 			s.keptSlot(c)
 		} else { // not kept, or a panic: forget the key so that a retry runs

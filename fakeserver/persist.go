@@ -1056,8 +1056,12 @@ func (s *Server) openDataDir(dir string, noSync bool) (empty bool, err error) {
 		if d.Partial {
 			records = "at least " + records
 		}
+		attrs := []any{"data", dir, "file", d.File, "offset", d.Offset, "bytes", d.Bytes, "records", records, "saved", d.Saved}
+		if d.Reused {
+			attrs = append(attrs, "reused", "an earlier copy holds the same bytes: no second copy made")
+		}
 		s.log.Error("data directory: damaged journal: dropped the bad record and every byte after it, complete records included; they may hold acknowledged changes (if so, restore a backup); the server starts from the records before it, and a copy of what was dropped is saved",
-			"data", dir, "file", d.File, "offset", d.Offset, "bytes", d.Bytes, "records", records, "saved", d.Saved)
+			attrs...)
 	}
 	for _, l := range c.Loose {
 		s.log.Warn("data directory: readable or writable by group or others, though it holds webhook secrets and API key hashes; the server changes no mode: run the chmod",

@@ -553,6 +553,27 @@ func TestDataDirDamageLogged(t *testing.T) {
 	if st, err := os.Stat(saved); err != nil || st.Mode().Perm() != 0o600 || st.Size() == 0 {
 		t.Fatalf("the saved copy: %v", err)
 	}
+
+	// The same damage again (as after a stop between the save and the
+	// cut): the copy is reused, and the log says so.
+	srv2.Close()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	logged.Reset()
+	mu.Unlock()
+	srv3 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
+	srv3.Close()
+	mu.Lock()
+	got = logged.String()
+	mu.Unlock()
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, saved) || !strings.Contains(got, "reused=") {
+		t.Fatalf("the log after the same damage again:\n%s", got)
+	}
+	if copies, _ := filepath.Glob(filepath.Join(dir, journal.DamagedFile+"*")); len(copies) != 1 {
+		t.Fatalf("saved copies %q, want one", copies)
+	}
 }
 
 // TestDataDirLooseModesWarned: a data directory readable by others (an

@@ -80,6 +80,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,7 +133,8 @@ const (
 	LockFile = "LOCK"
 	// DamagedFile is where Open saves the bytes it drops after a bad
 	// record that complete records follow (Damage): DamagedFile, or
-	// DamagedFile.1, .2, ... when it exists (never overwritten).
+	// DamagedFile.1, .2, ... when it exists (never overwritten; one
+	// holding the same bytes is reused).
 	DamagedFile = "journal.damaged"
 )
 
@@ -309,6 +311,11 @@ type Damage struct {
 	// at most a bounded multiple of Bytes): Records is a lower bound.
 	Partial bool
 	Saved   string // the path of the saved copy of the dropped bytes (0600)
+	// Reused is set when Saved is an earlier copy holding the same
+	// bytes (a process stopped between the save and the cut, or the
+	// damaged journal is the older of two, kept until the fold): no
+	// second copy is made.
+	Reused bool
 }
 
 // Open locks dir (creating it 0700 if needed), reads its snapshot and
@@ -382,7 +389,7 @@ type journalFile struct {
 func (j *Journal) load() (c *Contents, err error) {
 	c = &Contents{}
 	// Leftovers of a rewrite a crash interrupted: never part of the state.
-	for _, name := range []string{SnapshotFile + ".tmp", JournalFile + ".tmp"} {
+	for _, name := range []string{SnapshotFile + ".tmp", JournalFile + ".tmp", DamagedFile + ".tmp"} {
 		if err := os.Remove(filepath.Join(j.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
@@ -453,7 +460,7 @@ func (j *Journal) load() (c *Contents, err error) {
 		}
 		jf.recs, jf.good, _ = Decode(data)
 		jf.torn = tornTail(data, jf.good)
-		jf.data = data[jf.good : jf.good+jf.torn]
+		jf.data = data[jf.good:] // zeros included: a record may end in them
 	}
 	// Which journals follow the snapshot: those of its generation and
 	// the next, in order; an older one is stale (the snapshot holds it).
@@ -476,19 +483,26 @@ func (j *Journal) load() (c *Contents, err error) {
 		c.Journal = append(c.Journal, jf.recs...)
 		// What is dropped (cut from the file appends go to, or folded
 		// away with the other): complete records among it are damage,
-		// saved before anything is cut.
+		// saved before anything is cut. The last of them may end in
+		// zero bytes, past the torn tail's last non-zero byte.
+		var damage *Damage
+		if jf.torn > 0 {
+			if n, end, partial := recordsIn(jf.data); n > 0 {
+				jf.torn = max(jf.torn, int64(end))
+				damage = &Damage{File: jf.name, Offset: jf.good, Bytes: jf.torn, Records: n, Partial: partial}
+			}
+		}
 		c.Dropped += jf.torn
 		if jf.hdr.version < Version && jf.good >= 8 {
 			c.Dropped += jf.size - jf.good - jf.torn // a legacy file's zeros after its records
 		}
-		if jf.torn > 0 {
-			if n, partial := recordsIn(jf.data); n > 0 || partial {
-				path, err := j.saveDamaged(jf.data)
-				if err != nil {
-					return nil, fmt.Errorf("journal: saving the damaged part of %s: %w", filepath.Join(j.dir, jf.name), err)
-				}
-				c.Damage = append(c.Damage, Damage{File: jf.name, Offset: jf.good, Bytes: jf.torn, Records: n, Partial: partial, Saved: path})
+		if damage != nil {
+			path, reused, err := j.saveDamaged(jf.data[:jf.torn])
+			if err != nil {
+				return nil, fmt.Errorf("journal: saving the damaged part of %s: %w", filepath.Join(j.dir, jf.name), err)
 			}
+			damage.Saved, damage.Reused = path, reused
+			c.Damage = append(c.Damage, *damage)
 		}
 		jf.data = nil
 	}
@@ -606,10 +620,16 @@ func (j *Journal) openActive(act *journalFile) (*jfile, error) {
 // the frames that follow it, the scan going on after each. A frame of
 // more than 4 KiB counts only when what follows it could be a frame or
 // the end (random bytes read as a length would cost a checksum of up to
-// MaxRecord each). partial: the scan stopped once it had checksummed
-// 16 times data's size (and 64 MiB), so more may follow.
-func recordsIn(data []byte) (n int, partial bool) {
-	budget := 16*int64(len(data)) + 64<<20
+// MaxRecord each). end is where the last record found ends (a record's
+// payload may end in zero bytes: data runs on to the end of the file,
+// its zeros included, though no record starts among the zeros after its
+// last non-zero byte). partial: the scan stopped once it had checksummed
+// 16 times the bytes up to that last non-zero byte (and 64 MiB), so
+// more may follow; the caller reports damage only when n > 0 (a budget
+// spent with none found is a torn tail like any other).
+func recordsIn(data []byte) (n, end int, partial bool) {
+	last := int(tornTail(data, 0)) // no record starts at or past it (a length is not zero)
+	budget := 16*int64(last) + 64<<20
 	fits := func(off int) (uint32, bool) { // a length at off whose record fits in data
 		if len(data)-off < 8 {
 			return 0, false
@@ -617,63 +637,112 @@ func recordsIn(data []byte) (n int, partial bool) {
 		m := binary.LittleEndian.Uint32(data[off:])
 		return m, m > 0 && m <= MaxRecord && uint64(len(data)-off-8) >= uint64(m)
 	}
-	for off := 1; off+8 < len(data); {
+	for off := 1; off < last && off+8 < len(data); {
 		m, ok := fits(off)
 		if !ok {
 			off++
 			continue
 		}
-		end := off + 8 + int(m)
-		if _, next := fits(end); m > 4<<10 && len(data)-end >= 4 && !next && binary.LittleEndian.Uint32(data[end:]) != 0 {
+		e := off + 8 + int(m)
+		if _, next := fits(e); m > 4<<10 && len(data)-e >= 4 && !next && binary.LittleEndian.Uint32(data[e:]) != 0 {
 			off++ // neither a frame, nor the end, nor zeros follow it
 			continue
 		}
 		if budget -= int64(m); budget < 0 {
-			return n, true
+			return n, end, true
 		}
-		if crc32.Checksum(data[off+8:end], crcT) != binary.LittleEndian.Uint32(data[off+4:]) {
+		if crc32.Checksum(data[off+8:e], crcT) != binary.LittleEndian.Uint32(data[off+4:]) {
 			off++
 			continue
 		}
 		n++
-		off = end
+		off, end = e, e
 	}
-	return n, false
+	return n, end, false
 }
 
-// saveDamaged writes b to a new file beside the journal, DamagedFile
-// (DamagedFile.1, .2, ... when that exists: never over an earlier one),
-// 0600, fsynced with the directory unless noSync, and returns its path.
-func (j *Journal) saveDamaged(b []byte) (string, error) {
-	for i := 0; i < 1000; i++ {
-		path := filepath.Join(j.dir, DamagedFile)
-		if i > 0 {
-			path = fmt.Sprintf("%s.%d", path, i)
+// saveDamaged saves b beside the journal and returns the path: when a
+// DamagedFile (or DamagedFile.N) already holds exactly b, that one
+// (reused: a process stopped between the save and the cut, or the
+// damaged journal is the older of two, kept until the fold at start);
+// else a new file, DamagedFile (DamagedFile.1, .2, ... when that exists:
+// never over an earlier one), 0600, written whole under a temporary name,
+// fsynced, renamed and the directory fsynced (unless noSync), so that a
+// crash mid-save leaves no partial copy under a saved name (the
+// temporary one is removed at the next Open). The directory is locked:
+// no other process makes a name between the check and the rename.
+func (j *Journal) saveDamaged(b []byte) (path string, reused bool, err error) {
+	if path, err := j.sameDamaged(b); err != nil || path != "" {
+		return path, path != "", err
+	}
+	tmp := filepath.Join(j.dir, DamagedFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", false, err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = j.fullSync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fmt.Errorf("%s through %s.999 exist", DamagedFile, DamagedFile)
+		for i := 0; i < 1000; i++ {
+			path = filepath.Join(j.dir, DamagedFile)
+			if i > 0 {
+				path = fmt.Sprintf("%s.%d", path, i)
+			}
+			if _, serr := os.Lstat(path); !errors.Is(serr, os.ErrNotExist) {
+				if serr != nil {
+					err = serr
+					break
+				}
+				continue
+			}
+			err = os.Rename(tmp, path)
+			break
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+	}
+	if err == nil && !j.noSync {
+		err = syncDir(j.dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", false, err
+	}
+	return path, false, nil
+}
+
+// sameDamaged returns the path of a saved copy (DamagedFile or
+// DamagedFile.N) whose bytes are b, or "".
+func (j *Journal) sameDamaged(b []byte) (string, error) {
+	ents, err := os.ReadDir(j.dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if n, ok := strings.CutPrefix(name, DamagedFile+"."); name != DamagedFile && (!ok || n == "" || strings.Trim(n, "0123456789") != "") {
 			continue
 		}
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err != nil || info.Size() != int64(len(b)) {
+			continue
+		}
+		path := filepath.Join(j.dir, name)
+		got, err := os.ReadFile(path)
 		if err != nil {
 			return "", err
 		}
-		_, err = f.Write(b)
-		if err == nil {
-			err = j.fullSync(f)
+		if bytes.Equal(got, b) {
+			return path, nil
 		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil && !j.noSync {
-			err = syncDir(j.dir)
-		}
-		if err != nil {
-			_ = os.Remove(path)
-			return "", err
-		}
-		return path, nil
 	}
-	return "", fmt.Errorf("%s through %s.999 exist", DamagedFile, DamagedFile)
+	return "", nil
 }
 
 // newJournalFile makes an empty journal of generation gen, named
