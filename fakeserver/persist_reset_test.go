@@ -153,8 +153,10 @@ func TestDataDirResetEmptiesDisk(t *testing.T) {
 // slot (test point "keyed-ran"); once the slot closes, the record is
 // appended and the fold starts (drainLocked's FoldSoon).
 func TestDataDirResetFoldBehindKeyedRequest(t *testing.T) {
-	// TODO(h21): the "keyed-ran" case (drainLocked's FoldSoon) is flaky
-	// under load and does not catch FoldSoon's removal: left out.
+	// Not covered yet: "keyed-ran" (the reset's record queued behind the
+	// open slot; drainLocked's FoldSoon). Its test did not wait for the
+	// reset's own commit, which may start the fold too, so it failed by
+	// timing and did not catch FoldSoon's removal.
 	for _, at := range []string{"keyed-closed"} {
 		t.Run(map[string]string{"keyed-closed": "answer-pending", "keyed-ran": "queued"}[at], func(t *testing.T) {
 			dir, copyDir := t.TempDir(), t.TempDir()
