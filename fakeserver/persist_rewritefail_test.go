@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -38,13 +37,7 @@ func TestDataDirRewriteFailureContinues(t *testing.T) {
 	for _, step := range []string{"switched", "chunk", "barrier", "snapshot-synced", "snapshot-renamed", "journal-renamed", "journal.next"} {
 		t.Run(step, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data") // 0700: no warning about its mode
-			var logMu sync.Mutex
-			var logged strings.Builder
-			logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-				logMu.Lock()
-				defer logMu.Unlock()
-				return logged.Write(p)
-			}), nil))
+			logger, logged := newTextLog()
 			opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithoutListener(), fakeserver.WithDataDirRewriteAt(8 << 10), fakeserver.WithLogger(logger)}
 			srv := fakeserver.New(t, opts...)
 			alice := newAccount(t, srv, "@alice")
@@ -121,9 +114,7 @@ func TestDataDirRewriteFailureContinues(t *testing.T) {
 				t.Errorf("a partial snapshot is left: %v", err)
 			}
 			srv.Close()
-			logMu.Lock()
 			log := logged.String()
-			logMu.Unlock()
 			if n := strings.Count(log, "level=WARN"); n != 1 || !strings.Contains(log, fail.Error()) {
 				t.Errorf("%d warnings logged, want 1 naming the error:\n%s", n, log)
 			}

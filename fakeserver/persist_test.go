@@ -258,25 +258,46 @@ func TestDataDirTornTailLogged(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logged strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logged.Write(p)
-	}), nil))
+	logger, logged := newTextLog()
 	fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
-	mu.Lock()
-	defer mu.Unlock()
 	if got := logged.String(); !strings.Contains(got, "torn tail") || !strings.Contains(got, "bytes=7") {
 		t.Fatalf("the log after a torn tail was dropped:\n%s", got)
 	}
 }
 
-// writerFunc is an io.Writer.
-type writerFunc func([]byte) (int, error)
+// logBuffer holds what a text logger wrote, for a test to read while
+// the server may still log.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
 
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything logged so far.
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Reset forgets what was logged.
+func (l *logBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
+// newTextLog returns a logger that writes text lines to the returned
+// logBuffer.
+func newTextLog() (*slog.Logger, *logBuffer) {
+	l := &logBuffer{}
+	return slog.New(slog.NewTextHandler(l, nil)), l
+}
 
 // TestDataDirReset: Reset empties the directory too.
 func TestDataDirReset(t *testing.T) {
@@ -531,20 +552,12 @@ func TestDataDirDamageLogged(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logged strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logged.Write(p)
-	}), nil))
+	logger, logged := newTextLog()
 	srv2 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
 	if n := len(srv2.Snapshot().Accounts); n != 0 {
 		t.Errorf("%d accounts after the damage in the first record", n)
 	}
-	mu.Lock()
 	got := logged.String()
-	mu.Unlock()
 	saved := filepath.Join(dir, journal.DamagedFile)
 	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "records="+strconv.Itoa(len(recs)-1)) ||
 		!strings.Contains(got, saved) || !strings.Contains(got, "acknowledged") || strings.Contains(got, "nothing acknowledged") {
@@ -560,14 +573,10 @@ func TestDataDirDamageLogged(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
 	logged.Reset()
-	mu.Unlock()
 	srv3 := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))
 	srv3.Close()
-	mu.Lock()
 	got = logged.String()
-	mu.Unlock()
 	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, saved) || !strings.Contains(got, "reused=") {
 		t.Fatalf("the log after the same damage again:\n%s", got)
 	}
@@ -587,17 +596,8 @@ func TestDataDirLooseModesWarned(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "data") // the server makes it
 	logTo := func() (*slog.Logger, func() string) {
-		var logged strings.Builder
-		var mu sync.Mutex
-		return slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				return logged.Write(p)
-			}), nil)), func() string {
-				mu.Lock()
-				defer mu.Unlock()
-				return logged.String()
-			}
+		logger, logged := newTextLog()
+		return logger, logged.String
 	}
 	logger, got := logTo()
 	srv := fakeserver.New(t, fakeserver.WithDataDir(dir), fakeserver.WithLogger(logger))

@@ -2,9 +2,7 @@ package fakeserver_test
 
 import (
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/confpay/confpay-go/fakeserver"
@@ -81,13 +79,7 @@ func TestResetTo(t *testing.T) {
 // the request's id; the answer itself says no more than "internal error".
 func TestInternalErrorLogged(t *testing.T) {
 	t.Parallel()
-	var logged strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logged.Write(p)
-	}), nil))
+	logger, logged := newTextLog()
 	srv := fakeserver.New(t, fakeserver.WithLogger(logger), fakeserver.WithResetSeed(func(*fakeserver.Server) (any, error) {
 		return nil, errors.New("the seed went wrong")
 	}))
@@ -95,8 +87,6 @@ func TestInternalErrorLogged(t *testing.T) {
 	if a.status != 500 || strings.Contains(string(a.body), "went wrong") {
 		t.Fatalf("to=seed with a failing seed: %d %s, want 500 without the cause", a.status, a.body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if line := logged.String(); !strings.Contains(line, "level=ERROR") || !strings.Contains(line, "the seed went wrong") || !strings.Contains(line, a.err().RequestID) {
 		t.Errorf("the log does not give the cause and request id of the 500 (%s):\n%s", a.err().RequestID, line)
 	}
