@@ -150,59 +150,11 @@ func viewOf(t *testing.T, srv *fakeserver.Server) fuzzyView {
 // Idempotency-Key past its TTL is checked by a retry with another body
 // (runs anew rather than 422).
 func TestDataDirRewriteForgets(t *testing.T) {
-	ctx := context.Background()
-	type env struct {
-		srv   *fakeserver.Server
-		alice string // a test key of @alice's
-		hook  *confpay.Webhook
-	}
-	cases := []struct {
-		name   string
-		forget func(t *testing.T, e *env)
-	}{
-		{"reset", func(t *testing.T, e *env) { e.srv.Reset() }},
-		{"webhook deleted", func(t *testing.T, e *env) {
-			if err := newClient(t, e.srv, e.alice, nil, noRetry).Webhooks.Delete(ctx, e.hook.WebhookID); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"events past their bound", func(t *testing.T, e *env) {
-			ac := newClient(t, e.srv, e.alice, nil, noRetry)
-			for range 6 {
-				send(t, ac, "@bob", "0.01")
-			}
-		}},
-		{"idempotency key expired", func(t *testing.T, e *env) { e.srv.Advance(25 * time.Hour) }},
-		{"held payments pruned", func(t *testing.T, e *env) {
-			e.srv.Advance(31 * 24 * time.Hour)
-			// A payment held prunes the history (at most hourly).
-			bot := newClient(t, e.srv, newKey(t, e.srv, "@alice/bot"), nil, noRetry)
-			hold(t, bot, "@bob", "6")
-		}},
-		{"seed rolled back", func(t *testing.T, e *env) {
-			seed := &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@dora"}, {Handle: "@alice"}}}
-			if _, err := e.srv.Load(seed); err == nil {
-				t.Fatal("a seed naming an existing handle loaded")
-			}
-		}},
-	}
-	for _, tc := range cases {
+	for _, tc := range forgettings {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour), fakeserver.WithMaxEvents(4)}
-			srv := fakeserver.New(t, opts...)
-			buildState(t, srv)
-			e := &env{srv: srv}
-			e.alice = newKey(t, srv, "@alice")
-			ac := newClient(t, srv, e.alice, nil, noRetry)
-			var err error
-			if e.hook, err = ac.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{"transfer.confirmed"}}); err != nil {
-				t.Fatal(err)
-			}
-			const body1 = `{"to":"@bob","amount":"0.02","asset":"USDG"}`
-			if a := rawCall(t, srv, "POST", "/v1/transfers", e.alice, body1, "Idempotency-Key", "kept"); a.status != http.StatusCreated {
-				t.Fatalf("keyed payment: %d %s", a.status, a.body)
-			}
+			e, opts := newForgetEnv(t, dir)
+			srv := e.srv
 			var crash string
 			var once sync.Once
 			fakeserver.SetRewriteHook(srv, func(step string) error {
@@ -236,6 +188,70 @@ func TestDataDirRewriteForgets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forgetEnv is the state the forgetting tests start from (newForgetEnv).
+type forgetEnv struct {
+	srv   *fakeserver.Server
+	alice string // a test key of @alice's
+	hook  *confpay.Webhook
+}
+
+// newForgetEnv starts a server on dir with buildState's state, a test key
+// of @alice's, a webhook of hers and a payment under Idempotency-Key
+// "kept"; opts are its options, for a restart on another directory
+// (opts[0] is the data directory).
+func newForgetEnv(t *testing.T, dir string) (*forgetEnv, []fakeserver.Option) {
+	t.Helper()
+	opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour), fakeserver.WithMaxEvents(4)}
+	srv := fakeserver.New(t, opts...)
+	buildState(t, srv)
+	e := &forgetEnv{srv: srv}
+	e.alice = newKey(t, srv, "@alice")
+	ac := newClient(t, srv, e.alice, nil, noRetry)
+	var err error
+	if e.hook, err = ac.Webhooks.Create(context.Background(), &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{"transfer.confirmed"}}); err != nil {
+		t.Fatal(err)
+	}
+	const body1 = `{"to":"@bob","amount":"0.02","asset":"USDG"}`
+	if a := rawCall(t, srv, "POST", "/v1/transfers", e.alice, body1, "Idempotency-Key", "kept"); a.status != http.StatusCreated {
+		t.Fatalf("keyed payment: %d %s", a.status, a.body)
+	}
+	return e, opts
+}
+
+// forgettings are the ways the server forgets something, each of which
+// leaves a record so that a snapshot chunk taken before cannot bring it
+// back (persist_rewrite.go); the first is a reset.
+var forgettings = []struct {
+	name   string
+	forget func(t *testing.T, e *forgetEnv)
+}{
+	{"reset", func(t *testing.T, e *forgetEnv) { e.srv.Reset() }},
+	{"webhook deleted", func(t *testing.T, e *forgetEnv) {
+		if err := newClient(t, e.srv, e.alice, nil, noRetry).Webhooks.Delete(context.Background(), e.hook.WebhookID); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"events past their bound", func(t *testing.T, e *forgetEnv) {
+		ac := newClient(t, e.srv, e.alice, nil, noRetry)
+		for range 6 {
+			send(t, ac, "@bob", "0.01")
+		}
+	}},
+	{"idempotency key expired", func(t *testing.T, e *forgetEnv) { e.srv.Advance(25 * time.Hour) }},
+	{"held payments pruned", func(t *testing.T, e *forgetEnv) {
+		e.srv.Advance(31 * 24 * time.Hour)
+		// A payment held prunes the history (at most hourly).
+		bot := newClient(t, e.srv, newKey(t, e.srv, "@alice/bot"), nil, noRetry)
+		hold(t, bot, "@bob", "6")
+	}},
+	{"seed rolled back", func(t *testing.T, e *forgetEnv) {
+		seed := &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@dora"}, {Handle: "@alice"}}}
+		if _, err := e.srv.Load(seed); err == nil {
+			t.Fatal("a seed naming an existing handle loaded")
+		}
+	}},
 }
 
 // TestDataDirRewriteNoSyncSyncsNext: with -data-nosync, a fuzzy rewrite

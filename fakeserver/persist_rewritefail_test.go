@@ -1,7 +1,6 @@
 package fakeserver_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -159,29 +157,11 @@ func serveRecover(h http.Handler, method, path, key, body string, headers ...str
 // payments, events and webhooks included. (The retry's journal-renamed
 // state is the clean restart's: nothing is committed after it.)
 func TestDataDirRewriteRetryForgets(t *testing.T) {
-	ctx := context.Background()
-	type env struct {
-		srv   *fakeserver.Server
-		alice string // a test key of @alice's
-		hook  *confpay.Webhook
-	}
-	reset := func(t *testing.T, e *env) { e.srv.Reset() }
+	reset := forgettings[0].forget
 	// The other five ways of TestDataDirRewriteForgets, one after another.
-	others := func(t *testing.T, e *env) {
-		ac := newClient(t, e.srv, e.alice, nil, noRetry)
-		if err := ac.Webhooks.Delete(ctx, e.hook.WebhookID); err != nil {
-			t.Fatal(err)
-		}
-		for range 6 { // events past their bound
-			send(t, ac, "@bob", "0.01")
-		}
-		e.srv.Advance(25 * time.Hour) // the Idempotency-Key expires
-		e.srv.Advance(31 * 24 * time.Hour)
-		bot := newClient(t, e.srv, newKey(t, e.srv, "@alice/bot"), nil, noRetry)
-		hold(t, bot, "@bob", "6") // prunes the held payments' history
-		seed := &fakeserver.Seed{Accounts: []fakeserver.SeedAccount{{Handle: "@dora"}, {Handle: "@alice"}}}
-		if _, err := e.srv.Load(seed); err == nil {
-			t.Fatal("a seed naming an existing handle loaded")
+	others := func(t *testing.T, e *forgetEnv) {
+		for _, f := range forgettings[1:] {
+			f.forget(t, e)
 		}
 	}
 	type testCase struct{ failed, when, forget string }
@@ -200,23 +180,12 @@ func TestDataDirRewriteRetryForgets(t *testing.T) {
 				forget = reset
 			}
 			dir := t.TempDir()
-			opts := []fakeserver.Option{fakeserver.WithDataDir(dir), fakeserver.WithApprovalWindow(time.Hour), fakeserver.WithMaxEvents(4)}
+			e, opts := newForgetEnv(t, dir)
+			srv := e.srv
 			restart := func(d string) *fakeserver.Server {
 				return fakeserver.New(t, append([]fakeserver.Option{fakeserver.WithDataDir(d)}, opts[1:]...)...)
 			}
-			srv := fakeserver.New(t, opts...)
-			buildState(t, srv)
-			e := &env{srv: srv}
-			e.alice = newKey(t, srv, "@alice")
 			ac := newClient(t, srv, e.alice, nil, noRetry)
-			var err error
-			if e.hook, err = ac.Webhooks.Create(ctx, &confpay.WebhookCreateParams{URL: "https://example.com/h", Events: []confpay.EventKind{"transfer.confirmed"}}); err != nil {
-				t.Fatal(err)
-			}
-			const body1 = `{"to":"@bob","amount":"0.02","asset":"USDG"}`
-			if a := rawCall(t, srv, "POST", "/v1/transfers", e.alice, body1, "Idempotency-Key", "kept"); a.status != http.StatusCreated {
-				t.Fatalf("keyed payment: %d %s", a.status, a.body)
-			}
 			fakeserver.SetRewriteHook(srv, func(step string) error {
 				if step == tc.failed {
 					return errors.New("injected")
